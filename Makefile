@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+# Each creates .venv when missing, installs torch/torchvision first (so pip never reaches for a
+# different build), then the package with its extras; both are idempotent.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
+STAMP := $(VENV)/.lightning-hpo-installed
+
+.PHONY: install demo test bench lint clean
+
+install: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install $(TORCH_PINS)
+	$(PY) -m pip install -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m lightning_hpo.train_one
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check lightning_hpo tests benchmarks examples
+	$(PY) -m mypy lightning_hpo
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
