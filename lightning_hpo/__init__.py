@@ -1,2 +1,91 @@
-"""lightning_hpo: asynchronous multi-fidelity HPO for PyTorch Lightning on Optuna."""
+"""lightning_hpo: fast asynchronous multi-fidelity HPO for PyTorch Lightning, on Optuna.
+
+Three ways in, all on one Optuna study: the :class:`PruningCallback` inside any objective (with
+:class:`ASHAPruner` or :class:`HyperbandPruner` on the study, DDP-safe through
+:func:`create_study`), the launcher ``python -m lightning_hpo.launch``, and the study database
+itself for ``optuna-dashboard``, pandas and ``python -m lightning_hpo.report``.
+
+Public names are imported lazily (PEP 562), so ``import lightning_hpo.rungs`` or the launcher's
+parent process does not pay for importing torch and Lightning until it needs them.
+
+Example::
+
+    import lightning_hpo as hpo
+    pruner = hpo.ASHAPruner(min_resource=1, reduction_factor=3, max_resource=27)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "ASHAPruner": "lightning_hpo.pruners",
+    "HyperbandPruner": "lightning_hpo.pruners",
+    "PruningCallback": "lightning_hpo.callbacks",
+    "ConfigError": "lightning_hpo.errors",
+    "DATAMODULES": "lightning_hpo.data",
+    "DigitsDataModule": "lightning_hpo.data",
+    "FashionMNISTDataModule": "lightning_hpo.data",
+    "build_datamodule": "lightning_hpo.data",
+    "MODELS": "lightning_hpo.models",
+    "DropoutMLP": "lightning_hpo.models",
+    "LeNet": "lightning_hpo.models",
+    "build_model": "lightning_hpo.models",
+    "DistributedStudy": "lightning_hpo.distributed",
+    "create_study": "lightning_hpo.distributed",
+    "load_study": "lightning_hpo.distributed",
+    "is_follower": "lightning_hpo.distributed",
+    "rung_levels": "lightning_hpo.rungs",
+    "successive_halving_plan": "lightning_hpo.rungs",
+}
+
+__all__ = [
+    "ASHAPruner",
+    "ConfigError",
+    "DATAMODULES",
+    "DigitsDataModule",
+    "DistributedStudy",
+    "DropoutMLP",
+    "FashionMNISTDataModule",
+    "HyperbandPruner",
+    "LeNet",
+    "MODELS",
+    "PruningCallback",
+    "build_datamodule",
+    "build_model",
+    "create_study",
+    "is_follower",
+    "load_study",
+    "rung_levels",
+    "successive_halving_plan",
+]
+
+if TYPE_CHECKING:
+    from lightning_hpo.callbacks import PruningCallback
+    from lightning_hpo.data import (
+        DATAMODULES,
+        DigitsDataModule,
+        FashionMNISTDataModule,
+        build_datamodule,
+    )
+    from lightning_hpo.distributed import DistributedStudy, create_study, is_follower, load_study
+    from lightning_hpo.errors import ConfigError
+    from lightning_hpo.models import MODELS, DropoutMLP, LeNet, build_model
+    from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
+    from lightning_hpo.rungs import rung_levels, successive_halving_plan
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'lightning_hpo' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,81 @@
+"""Each trial trains on 2 DDP processes, and all of them train the *same* hyperparameters.
+
+Run it (CPU, gloo backend; about a minute on 2 cores)::
+
+    python examples/ddp_objective.py --n-trials 4
+
+Lightning starts rank 1 by re-running this script. ``lightning_hpo.create_study`` makes rank 0
+the only process that asks trials and writes to the storage; on rank 1 it returns a follower whose
+``optimize`` trains rank 0's trials, with each ``trial.suggest_*`` returning rank 0's value. The
+study therefore ends with exactly ``--n-trials`` trials, and ``PruningCallback`` stops both ranks
+after the same epoch. ``num_hiddens_1`` changes a layer's width: were the ranks to disagree, DDP
+would fail on mismatched parameter shapes.
+
+``--record-dir DIR`` makes every rank append what it trained (trial, params, epochs) to
+``DIR/rank<k>.jsonl``; the test suite uses it to check the ranks against the study.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import lightning as L
+import optuna
+
+import lightning_hpo as hpo
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--storage", default="sqlite:///runs/ddp_objective.db",
+                        help="Optuna storage URL every rank can open (default: %(default)s)")
+    parser.add_argument("--study", default="ddp-objective", help="study name")
+    parser.add_argument("--n-trials", type=int, default=4, help="trials in the study")
+    parser.add_argument("--max-epochs", type=int, default=4, help="epochs per trial (max_resource)")
+    parser.add_argument("--record-dir", type=Path, default=None,
+                        help="append what each rank trained to DIR/rank<k>.jsonl")
+    args = parser.parse_args()
+    if args.storage.startswith("sqlite:///") and not hpo.is_follower():
+        Path(args.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+
+    def objective(trial: optuna.Trial) -> float:
+        model = hpo.DropoutMLP(
+            lr=trial.suggest_float("lr", 1e-3, 1.0, log=True),
+            num_hiddens_1=trial.suggest_categorical("num_hiddens_1", [32, 64, 128]),
+            momentum=0.9,
+        )
+        data = hpo.DigitsDataModule(batch_size=trial.suggest_int("batch_size", 32, 128))
+        pruning = hpo.PruningCallback(trial, monitor="validation_error")
+        trainer = L.Trainer(
+            accelerator="cpu", devices=2, strategy="ddp", max_epochs=args.max_epochs,
+            callbacks=[pruning], logger=False, enable_checkpointing=False,
+            enable_progress_bar=False, enable_model_summary=False,
+        )
+        trainer.fit(model, datamodule=data)
+        if args.record_dir is not None:
+            args.record_dir.mkdir(parents=True, exist_ok=True)
+            row = {"rank": trainer.global_rank, "trial": trial.number,
+                   "params": {k: model.hparams[k] for k in ("lr", "num_hiddens_1")}
+                   | {"batch_size": data.hparams["batch_size"]},
+                   "epochs": trainer.current_epoch, "pruned_at_epoch": pruning.pruned_at_epoch}
+            with open(args.record_dir / f"rank{trainer.global_rank}.jsonl", "a") as f:
+                f.write(json.dumps(row) + "\n")
+        pruning.raise_if_pruned()
+        return trainer.callback_metrics["validation_error"].item()
+
+    study = hpo.create_study(
+        storage=args.storage, study_name=args.study, load_if_exists=True,
+        sampler=optuna.samplers.RandomSampler(seed=0),
+        pruner=hpo.ASHAPruner(min_resource=1, reduction_factor=2, max_resource=args.max_epochs),
+    )
+    study.optimize(objective, n_trials=args.n_trials)
+    if not hpo.is_follower():
+        best = study.best_trial
+        print(f"{len(study.trials)} trials; best validation_error {best.value:.4f} "
+              f"(trial {best.number}, {best.params})")
+
+
+if __name__ == "__main__":
+    main()
