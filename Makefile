@@ -13,7 +13,6 @@ install: $(STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install $(TORCH_PINS)
@@ -21,9 +20,10 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m lightning_hpo.train_one
+	$(PY) examples/train_lenet.py
 
 test: $(STAMP)
+	bash scripts/ensure_postgres.sh
 	$(PY) -m pytest
 
 lint: $(STAMP)

@@ -1,0 +1,432 @@
+"""The launcher's config file: load, override, validate, fill defaults.
+
+A config is a small YAML file (see ``configs/quickstart.yaml``)::
+
+    study: quickstart                   # Optuna study name (letters, digits, . _ -)
+    storage: runs/quickstart.journal    # journal file path, or any Optuna RDB URL
+    model: {name: lenet}                # registry name or "package.module:Class", + fixed args
+    data: {name: digits}                # registry name, + fixed args
+    metric: validation_error
+    direction: minimize
+    space:
+      lr: {loguniform: [0.01, 1.0]}
+      batch_size: {randint: [32, 256]}
+    initial: [{lr: 0.1, batch_size: 128}]
+    sampler: random                     # random | tpe | gp, or {name: tpe, seed: 0}
+    pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
+    devices: {per_trial: 1, trials_per_device: 1}
+    stop: {n_trials: 20, max_wallclock_time: 600}
+
+Loading is :func:`load_config` (path + ``--set key.sub=value`` overrides); every problem is a
+:class:`~lightning_hpo.errors.ConfigError` naming the field. Checks that need the model and data
+classes (hyperparameter names, logged metrics) are in :func:`check_against_registry`, which
+imports torch; checks of devices and storage belong to the launcher.
+
+Example::
+
+    >>> cfg = parse_config({"study": "demo", "model": {"name": "lenet"},
+    ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
+    ...                     "pruner": {"name": "asha", "max_resource": 9}})
+    >>> cfg.max_epochs, cfg.storage
+    (9, 'runs/demo.journal')
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.space import Space, check_in_space, parse_space
+
+__all__ = [
+    "Config",
+    "DevicesSpec",
+    "PrunerSpec",
+    "StopSpec",
+    "apply_overrides",
+    "check_against_registry",
+    "load_config",
+    "parse_config",
+    "read_yaml",
+]
+
+SAMPLERS = ("random", "tpe", "gp")
+PRUNERS = ("asha", "hyperband", "none")
+DIRECTIONS = ("minimize", "maximize")
+ACCELERATORS = ("auto", "cpu", "gpu")
+#: Trainer arguments a config may set (max_epochs comes from the pruner's max_resource).
+TRAINER_KEYS = {
+    "max_epochs": int,
+    "precision": (str, int),
+    "gradient_clip_val": (int, float),
+    "accumulate_grad_batches": int,
+    "deterministic": bool,
+    "limit_train_batches": (int, float),
+    "limit_val_batches": (int, float),
+    "check_val_every_n_epoch": int,
+    "log_every_n_steps": int,
+}
+#: The config ``python -m lightning_hpo.launch`` runs with no argument (in the source checkout).
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class PrunerSpec:
+    """``pruner:``: which early-stopping rule, with resources in epochs."""
+
+    name: Literal["asha", "hyperband", "none"] = "asha"
+    min_resource: int = 1
+    max_resource: int | None = None
+    reduction_factor: int = 3
+
+
+@dataclass(frozen=True)
+class DevicesSpec:
+    """``devices:``: how trials share the machine's devices (GPUs, else CPU cores)."""
+
+    per_trial: int = 1
+    trials_per_device: int = 1
+    accelerator: Literal["auto", "cpu", "gpu"] = "auto"
+    count: int | None = None  # how many devices to use; None = all visible
+
+
+@dataclass(frozen=True)
+class StopSpec:
+    """``stop:``: when the study ends (whichever comes first)."""
+
+    n_trials: int | None = None
+    max_wallclock_time: float | None = None  # seconds
+    max_failed_trials: int | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated launcher config; ``raw`` is the dict it came from (after overrides)."""
+
+    study: str
+    storage: str
+    run_dir: str
+    model: str
+    model_args: dict[str, Any]
+    data: str
+    data_args: dict[str, Any]
+    metric: str
+    direction: Literal["minimize", "maximize"]
+    space: Space
+    initial: list[dict[str, Any]]
+    sampler: Literal["random", "tpe", "gp"]
+    seed: int | None
+    pruner: PrunerSpec
+    devices: DevicesSpec
+    stop: StopSpec
+    trainer: dict[str, Any]
+    max_epochs: int
+    raw: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def study_dir(self) -> Path:
+        """Where per-trial logs and checkpoints go: ``run_dir/<study>``."""
+        return Path(self.run_dir) / self.study
+
+
+# ------------------------------------------------------------------------------------------
+# Reading YAML and applying --set overrides.
+# ------------------------------------------------------------------------------------------
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a config file with YAML's safe loader (no Python object tags)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise ConfigError("config", f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError("config", f"{path} is not valid YAML{at}: {problem}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        kind = type(raw).__name__
+        raise ConfigError("config", f"{path} must hold a mapping of fields, got {kind}")
+    return raw
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a copy of ``raw`` with ``key.sub=value`` overrides applied (values parsed as YAML).
+
+    Example::
+
+        >>> apply_overrides({"stop": {"n_trials": 50}}, ["stop.n_trials=20"])
+        {'stop': {'n_trials': 20}}
+    """
+    out = copy.deepcopy(dict(raw))
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError("--set", f"'{item}' must look like key.sub=value")
+        try:
+            value = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
+        node: dict[str, Any] = out
+        parts = key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                where = ".".join(parts[: depth + 1])
+                raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
+    """Load, override and validate a config file (``None``: the bundled quickstart)."""
+    if path is None:
+        path = DEFAULT_CONFIG
+    return parse_config(apply_overrides(read_yaml(path), overrides))
+
+
+# ------------------------------------------------------------------------------------------
+# Validation, field by field.
+# ------------------------------------------------------------------------------------------
+def _check_keys(section: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(section) - set(allowed))
+    if unknown:
+        field_name = f"{where}.{unknown[0]}" if where else str(unknown[0])
+        raise ConfigError(field_name, f"unknown field; allowed: {', '.join(sorted(allowed))}")
+
+
+def _section(raw: Mapping[str, Any], key: str, default: Any) -> Any:
+    value = raw.get(key, default)
+    return default if value is None else value
+
+
+def _int(value: Any, field_name: str, minimum: int, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(field_name, f"is {value!r}, but must be an integer >= {minimum}")
+    return value
+
+
+def _choice(value: Any, field_name: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise ConfigError(field_name, f"is {value!r}; allowed: {', '.join(allowed)}")
+    return str(value)
+
+
+def _named(
+    raw: Any, field_name: str, default_name: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A ``{name: x, key: value...}`` section (or a bare name) -> (name, the other keys)."""
+    if isinstance(raw, str):
+        raw = {"name": raw}
+    if raw is None and default_name is not None:
+        raw = {"name": default_name}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(field_name, f"must be a name or a mapping with 'name', got {raw!r}")
+    args = dict(raw)
+    name = args.pop("name", default_name)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{field_name}.name", f"is {name!r}, but must be a non-empty string")
+    return name, args
+
+
+def _pruner(raw: Any) -> PrunerSpec:
+    name, args = _named(raw, "pruner", "asha")
+    _choice(name, "pruner.name", PRUNERS)
+    _check_keys(args, ("min_resource", "max_resource", "reduction_factor"), "pruner")
+    min_resource = _int(args.get("min_resource", 1), "pruner.min_resource", 1)
+    reduction_factor = _int(args.get("reduction_factor", 3), "pruner.reduction_factor", 2)
+    max_resource = _int(args.get("max_resource"), "pruner.max_resource", 1, optional=True)
+    assert min_resource is not None and reduction_factor is not None  # _int checked them
+    if max_resource is not None and max_resource < min_resource:
+        raise ConfigError(
+            "pruner.max_resource",
+            f"is {max_resource}, but must be >= pruner.min_resource ({min_resource})",
+        )
+    if name == "hyperband" and max_resource is None:
+        raise ConfigError("pruner.max_resource", "is required for hyperband (epochs, e.g. 27)")
+    return PrunerSpec(name, min_resource, max_resource, reduction_factor)  # type: ignore[arg-type]
+
+
+def _devices(raw: Any) -> DevicesSpec:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("devices", f"must be a mapping, got {raw!r}")
+    _check_keys(raw, ("per_trial", "trials_per_device", "accelerator", "count"), "devices")
+    per_trial = _int(raw.get("per_trial", 1), "devices.per_trial", 1)
+    sharing = _int(raw.get("trials_per_device", 1), "devices.trials_per_device", 1)
+    accelerator = _choice(raw.get("accelerator", "auto"), "devices.accelerator", ACCELERATORS)
+    count = _int(raw.get("count"), "devices.count", 1, optional=True)
+    if per_trial is not None and sharing is not None and per_trial > 1 and sharing > 1:
+        raise ConfigError(
+            "devices.trials_per_device",
+            "must be 1 when devices.per_trial > 1 (a DDP trial owns its devices)",
+        )
+    return DevicesSpec(per_trial or 1, sharing or 1, accelerator, count)  # type: ignore[arg-type]
+
+
+def _stop(raw: Any) -> StopSpec:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("stop", f"must be a mapping, got {raw!r}")
+    _check_keys(raw, ("n_trials", "max_wallclock_time", "max_failed_trials"), "stop")
+    n_trials = _int(raw.get("n_trials"), "stop.n_trials", 1, optional=True)
+    failed = _int(raw.get("max_failed_trials"), "stop.max_failed_trials", 1, optional=True)
+    seconds = raw.get("max_wallclock_time")
+    if seconds is not None and (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
+        raise ConfigError("stop.max_wallclock_time", f"is {seconds!r}, but must be seconds > 0")
+    if n_trials is None and seconds is None:
+        raise ConfigError("stop", "needs n_trials or max_wallclock_time (or both)")
+    return StopSpec(n_trials, None if seconds is None else float(seconds), failed)
+
+
+def _trainer(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("trainer", f"must be a mapping, got {raw!r}")
+    _check_keys(raw, tuple(TRAINER_KEYS), "trainer")
+    for key, value in raw.items():
+        types = TRAINER_KEYS[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
+            raise ConfigError(f"trainer.{key}", f"has the wrong type: {value!r}")
+    return dict(raw)
+
+
+def _sampler(raw: Any, seed: Any) -> tuple[str, int | None]:
+    name, args = _named(raw, "sampler", "random")
+    _check_keys(args, ("seed",), "sampler")
+    seed = args.get("seed", seed)
+    return _choice(name, "sampler.name", SAMPLERS), _int(seed, "sampler.seed", 0, optional=True)
+
+
+def _initial(raw: Any, space: Space) -> list[dict[str, Any]]:
+    if not isinstance(raw, list) or not all(isinstance(item, Mapping) for item in raw):
+        raise ConfigError("initial", "must be a list of {hyperparameter: value} mappings")
+    for index, item in enumerate(raw):
+        check_in_space(item, space, f"initial[{index}]")
+    return [dict(item) for item in raw]
+
+
+TOP_LEVEL = (
+    "study", "storage", "run_dir", "model", "data", "metric", "direction", "space", "initial",
+    "sampler", "seed", "pruner", "devices", "stop", "trainer",
+)
+
+
+def parse_config(raw: Mapping[str, Any]) -> Config:
+    """Validate a config mapping and fill in defaults. Pure: no I/O, no torch.
+
+    Raises:
+        ConfigError: naming the first offending field and what is allowed.
+    """
+    _check_keys(raw, TOP_LEVEL, "")
+    study = raw.get("study")
+    if not isinstance(study, str) or not _NAME.match(study):
+        raise ConfigError(
+            "study",
+            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
+            "(it names a folder under run_dir)",
+        )
+    storage = _section(raw, "storage", f"runs/{study}.journal")
+    if not isinstance(storage, str) or not storage.strip():
+        raise ConfigError("storage", "must be an Optuna storage URL or a journal file path")
+    run_dir = _section(raw, "run_dir", "runs")
+    if not isinstance(run_dir, str) or not run_dir:
+        raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
+    model, model_args = _named(raw.get("model"), "model")
+    data, data_args = _named(raw.get("data"), "data", "digits")
+    metric = _section(raw, "metric", "validation_error")
+    if not isinstance(metric, str) or not metric:
+        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric")
+    direction = _choice(_section(raw, "direction", "minimize"), "direction", DIRECTIONS)
+    space = parse_space(_section(raw, "space", {}))
+    if not any(not isinstance(v, (str, int, float, bool, type(None))) for v in space.values()):
+        raise ConfigError("space", "must search at least one hyperparameter")
+    overlap = sorted(set(space) & (set(model_args) | set(data_args)))
+    if overlap:
+        raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
+    initial = _initial(_section(raw, "initial", []), space)
+    sampler, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
+    pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
+    devices = _devices(_section(raw, "devices", {}))
+    stop = _stop(_section(raw, "stop", {}))
+    trainer = _trainer(_section(raw, "trainer", {}))
+    max_epochs = trainer.pop("max_epochs", None)
+    if pruner.name != "none" and pruner.max_resource is not None:
+        if max_epochs is not None and max_epochs != pruner.max_resource:
+            raise ConfigError(
+                "trainer.max_epochs",
+                f"is {max_epochs}, but must equal pruner.max_resource ({pruner.max_resource}) "
+                "or be left out",
+            )
+        max_epochs = pruner.max_resource
+    if max_epochs is None:
+        raise ConfigError(
+            "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27)"
+        )
+    if pruner.name != "none" and pruner.max_resource is None:
+        pruner = PrunerSpec(pruner.name, pruner.min_resource, max_epochs, pruner.reduction_factor)
+    if pruner.min_resource > max_epochs:
+        raise ConfigError("pruner.min_resource", f"is above max_epochs ({max_epochs})")
+    return Config(
+        study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
+        data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]
+        space=space, initial=initial, sampler=sampler, seed=seed,  # type: ignore[arg-type]
+        pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
+        raw=copy.deepcopy(dict(raw)),
+    )
+
+
+def check_against_registry(cfg: Config) -> None:
+    """Check the model, data, hyperparameter names and metric against the real classes.
+
+    Imports torch and Lightning (a few seconds); run it once in the launcher, before anything is
+    written to the storage.
+    """
+    from lightning_hpo.data import datamodule_hyperparameters
+    from lightning_hpo.models import model_class, model_hyperparameters
+
+    model_params = model_hyperparameters(cfg.model)
+    data_params = datamodule_hyperparameters(cfg.data)
+    for key in cfg.model_args:
+        if key not in model_params:
+            raise ConfigError(
+                f"model.{key}", f"is not an argument of {cfg.model}; allowed: "
+                f"{', '.join(sorted(model_params))}"
+            )
+    for key in cfg.data_args:
+        if key not in data_params:
+            raise ConfigError(
+                f"data.{key}", f"is not an argument of {cfg.data}; allowed: "
+                f"{', '.join(sorted(data_params))}"
+            )
+    for name in cfg.space:
+        if name not in model_params and name not in data_params:
+            raise ConfigError(
+                f"space.{name}", f"is not a hyperparameter of model {cfg.model} "
+                f"({', '.join(sorted(model_params))}) or data {cfg.data} "
+                f"({', '.join(sorted(data_params))})"
+            )
+    logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
+    if logged is not None and cfg.metric not in logged:
+        raise ConfigError(
+            "metric", f"'{cfg.metric}' is not logged by {cfg.model}; logged: {', '.join(logged)}"
+        )

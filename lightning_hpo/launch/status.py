@@ -1,0 +1,168 @@
+"""What a person sees: a live table while the study runs, and a summary at the end.
+
+Three modes: ``live`` (a terminal: the table redraws in place with a progress bar), ``lines``
+(output is a file or a pipe: one line per finished trial), ``quiet`` (scripts: the summary only).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from typing import Any, Literal
+
+import optuna
+from optuna.trial import TrialState
+from rich.console import Console, Group
+from rich.live import Live
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from lightning_hpo.config import Config
+from lightning_hpo.launch.supervisor import Supervisor, TrialRow
+from lightning_hpo.storage import mask
+
+__all__ = ["Display", "summary"]
+
+_STYLE = {"RUNNING": "cyan", "COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red"}
+_ROWS = 14  # rows of the live table: running trials first, then the latest finished
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return f"{value:.4f}"
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _params(params: dict[str, Any]) -> str:
+    return " ".join(
+        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
+    )
+
+
+def _best(rows: dict[int, TrialRow], direction: str) -> TrialRow | None:
+    done = [r for r in rows.values() if r.state == "COMPLETE" and r.value is not None
+            and math.isfinite(r.value)]
+    if not done:
+        return None
+    pick = min if direction == "minimize" else max
+    return pick(done, key=lambda r: r.value)  # type: ignore[arg-type, return-value]
+
+
+class Display:
+    """Shows a :class:`Supervisor`'s progress; pass :meth:`update` as its ``on_change``."""
+
+    def __init__(self, cfg: Config, mode: Literal["live", "lines", "quiet"], console: Console):
+        self.cfg = cfg
+        self.mode = mode
+        self.console = console
+        self._live: Live | None = None
+        self._printed: set[int] = set()
+        self._last_draw = 0.0
+
+    def __enter__(self) -> Display:
+        if self.mode == "live":
+            self._live = Live(console=self.console, refresh_per_second=4, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+    def update(self, sup: Supervisor) -> None:
+        if self.mode == "lines":
+            for row in sorted(sup.rows.values(), key=lambda r: r.number):
+                if row.ended is not None and row.number not in self._printed:
+                    self._printed.add(row.number)
+                    self.console.print(self._line(row), highlight=False, markup=False)
+        elif self._live is not None and time.time() - self._last_draw > 0.25:
+            self._last_draw = time.time()
+            self._live.update(self.render(sup))
+
+    def _line(self, row: TrialRow) -> str:
+        what = f"{row.state:<8} epochs {row.epochs:>3}  {self.cfg.metric} {_fmt(row.value)}"
+        extra = f"  ({row.reason})" if row.reason else ""
+        took = (row.ended or time.time()) - row.started
+        return (f"trial {row.number:>4}  {what}  {_params(row.params)}  "
+                f"[slot {row.slot} {row.device}, {took:.1f} s]{extra}")
+
+    def render(self, sup: Supervisor) -> Group:
+        """The live view: header, progress bar, table of trials."""
+        rows = sup.rows
+        finished = sum(r.ended is not None for r in rows.values())
+        best = _best(rows, self.cfg.direction)
+        stop = self.cfg.stop
+        if stop.n_trials is not None:
+            bar = ProgressBar(total=stop.n_trials, completed=finished, width=40)
+            goal = f"{finished}/{stop.n_trials} trials (this run)"
+        else:
+            total = stop.max_wallclock_time or 1.0
+            bar = ProgressBar(total=total, completed=min(sup.elapsed, total), width=40)
+            goal = f"{_clock(sup.elapsed)} of {_clock(total)}"
+        head = Text.assemble(
+            (f"{self.cfg.study}", "bold"), f"  {goal}  ",
+            (f"best {self.cfg.metric} {_fmt(best.value)} (trial {best.number})" if best
+             else "no completed trial yet", "green"),
+            f"  {_clock(sup.elapsed)} elapsed  {len(sup.slots)} slots",
+        )
+        table = Table(expand=False, header_style="bold")
+        for column in ("trial", "state", "epochs", "last", "params", "slot/device", "elapsed"):
+            table.add_column(column, justify="right" if column in ("trial", "epochs") else "left")
+        running = [r for r in rows.values() if r.ended is None]
+        ended = sorted((r for r in rows.values() if r.ended is not None),
+                       key=lambda r: r.ended or 0.0, reverse=True)
+        for row in sorted(running, key=lambda r: r.slot) + ended[: max(0, _ROWS - len(running))]:
+            took = (row.ended or time.time()) - row.started
+            table.add_row(
+                str(row.number), Text(row.state, style=_STYLE.get(row.state, "")),
+                f"{row.epochs}/{self.cfg.max_epochs}", _fmt(row.last if row.ended is None
+                                                            else row.value),
+                _params(row.params), f"{row.slot} {row.device}", f"{took:.1f} s",
+            )
+        return Group(head, bar, table)
+
+
+def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) -> list[str]:
+    """The closing lines: best trial, counts, where things are, and what to run next."""
+    trials = study.get_trials(deepcopy=False)
+    counts = Counter(t.state.name for t in trials)
+    order = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
+    count_text = ", ".join(f"{counts[s]} {s.lower()}" for s in order if counts[s])
+    storage = mask(cfg.storage)
+    lines = [
+        f"Study '{cfg.study}' stopped: {why}.",
+        f"Trials in the study: {count_text or 'none'}.",
+    ]
+    if sup is not None:
+        ran = Counter(r.state for r in sup.rows.values())
+        lines.append(
+            f"This run: {len(sup.rows)} trials on {len(sup.slots)} slots in "
+            f"{sup.elapsed:.1f} s ({', '.join(f'{n} {s.lower()}' for s, n in ran.items())})."
+        )
+    completed = [t for t in trials if t.state == TrialState.COMPLETE]
+    if completed:
+        best = study.best_trial
+        lines.append(
+            f"Best {cfg.metric}: {_fmt(best.value)} (trial {best.number}) with {best.params}"
+        )
+        if best.user_attrs.get("checkpoint"):
+            lines.append(f"Best checkpoint: {best.user_attrs['checkpoint']}")
+    else:
+        lines.append("No trial completed yet.")
+    lines += [
+        f"Study storage: {storage}",
+        f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "
+        f"(worker logs: {cfg.study_dir}/workers/)",
+        f"Dashboard: optuna-dashboard {storage}",
+        f"Report:    python -m lightning_hpo.report --storage {storage} --study {cfg.study}",
+    ]
+    return lines

@@ -1,0 +1,223 @@
+"""The launcher's side of the Optuna study: create once, queue the trial budget, claim, fail.
+
+No torch here: the supervisor process uses it too.
+
+**An exact ``n_trials`` across workers and machines.** When the study is created, the launcher
+that wins the creation (Optuna's unique study name decides) enqueues the ``initial``
+configurations and then one empty *ticket* per remaining trial: WAITING trials whose unset
+hyperparameters the sampler fills in when a worker claims them. A worker claims a ticket by
+moving it from WAITING to RUNNING, which the storage allows once (for SQLite, whose reads are not
+locked, a file lock beside the database serialises claims on the machine). When no ticket is left
+the budget is spent, whatever the number of launchers. Resuming with a larger ``n_trials`` tops
+the queue up; ``initial`` configurations are never enqueued again. A run stopped by its
+wall-clock budget leaves its unclaimed tickets WAITING: they are the queue the next run takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from lightning_hpo._optuna import storage_of, trial_id_of
+from lightning_hpo.config import Config
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage import mask
+
+__all__ = [
+    "ATTR",
+    "build_pruner",
+    "build_sampler",
+    "claim_trial",
+    "end_trial",
+    "fail_stale_trials",
+    "open_study",
+]
+
+_logger = logging.getLogger(__name__)
+
+
+class ATTR:
+    """Names of the per-trial user attributes the launcher writes (the report reads them)."""
+
+    SLOT = "slot"
+    DEVICE = "device"
+    HOST = "host"
+    PID = "pid"
+    LAUNCHER_PID = "launcher_pid"
+    START = "start_time"  # unix seconds
+    END = "end_time"  # unix seconds
+    EPOCHS = "epochs"
+    EPOCH_END_TIMES = "epoch_end_times"  # unix seconds, one per completed epoch
+    LOG_DIR = "log_dir"
+    CHECKPOINT = "checkpoint"
+    SEED = "seed"
+    FAIL_REASON = "fail_reason"
+
+
+#: Study user attribute holding the config the study was created with (storage masked).
+CONFIG_ATTR = "lightning_hpo:config"
+
+
+def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The config's sampler; each worker gets its own seed so workers do not sample alike."""
+    seed = None if cfg.seed is None else cfg.seed + 7919 * worker_offset
+    if cfg.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if cfg.sampler == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+def build_pruner(cfg: Config) -> optuna.pruners.BasePruner:
+    """The config's pruner: ours for asha and hyperband, Optuna's NopPruner for none."""
+    p = cfg.pruner
+    if p.name == "none":
+        return optuna.pruners.NopPruner()
+    from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
+
+    if p.name == "asha":
+        return ASHAPruner(p.min_resource, p.reduction_factor, p.max_resource)
+    return HyperbandPruner(p.min_resource, p.max_resource or cfg.max_epochs, p.reduction_factor)
+
+
+def open_study(
+    cfg: Config, storage: optuna.storages.BaseStorage, *, queue: bool = True, worker_offset: int = 0
+) -> tuple[optuna.Study, bool]:
+    """Create the study, or load it when it exists; returns ``(study, created)``.
+
+    With ``queue`` the creator enqueues the initial configurations and the ticket budget, and a
+    loader tops the budget up to ``stop.n_trials``.
+
+    Raises:
+        ConfigError: ``direction`` when an existing study was made with the other direction.
+    """
+    sampler, pruner = build_sampler(cfg, worker_offset), build_pruner(cfg)
+    try:
+        study = optuna.create_study(
+            study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner,
+            direction=cfg.direction,
+        )
+        created = True
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(
+            study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner
+        )
+        created = False
+        existing = study.direction.name.lower()
+        if existing != cfg.direction:
+            message = f"is {cfg.direction}, but study '{cfg.study}' was created to {existing}"
+            raise ConfigError("direction", message) from None
+    if queue:
+        if created:
+            public = dict(cfg.raw, storage=mask(cfg.storage))
+            study.set_user_attr(CONFIG_ATTR, json.dumps(public, default=str))
+            for params in cfg.initial:
+                study.enqueue_trial(params)
+        _top_up(study, cfg)
+    return study, created
+
+
+def _top_up(study: optuna.Study, cfg: Config) -> None:
+    if cfg.stop.n_trials is None:
+        return
+    missing = cfg.stop.n_trials - len(study.get_trials(deepcopy=False))
+    for _ in range(missing):
+        study.enqueue_trial({})
+
+
+@contextlib.contextmanager
+def _claim_lock(storage_spec: str) -> Iterator[None]:
+    """Serialise claims on one SQLite database (its reads take no lock); no-op elsewhere."""
+    if not storage_spec.startswith("sqlite:///"):
+        yield
+        return
+    path = Path(storage_spec.removeprefix("sqlite:///") + ".claim-lock")
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
+    """The next trial for a worker, or None when the ``n_trials`` budget is spent.
+
+    Without ``n_trials`` (a wall-clock budget only) every call asks a new trial.
+    """
+    if cfg.stop.n_trials is None:
+        return study.ask()
+    storage = storage_of(study)
+    with _claim_lock(cfg.storage):
+        for ticket in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            try:
+                if storage.set_trial_state_values(trial_id_of(ticket), state=TrialState.RUNNING):
+                    return optuna.Trial(study, trial_id_of(ticket))
+            except optuna.exceptions.UpdateFinishedTrialError:
+                continue
+    return None
+
+
+def end_trial(
+    study: optuna.Study,
+    number: int,
+    state: TrialState,
+    value: float | None = None,
+    reason: str | None = None,
+) -> bool:
+    """Finish trial ``number`` (COMPLETE with a value, PRUNED, or FAIL with a reason).
+
+    Returns False when the trial had already finished (another process ended it first).
+    """
+    frozen = study.get_trials(deepcopy=False)[number]
+    if frozen.state.is_finished():
+        return False
+    storage = storage_of(study)
+    try:
+        if reason is not None:
+            storage.set_trial_user_attr(trial_id_of(frozen), ATTR.FAIL_REASON, reason)
+            storage.set_trial_user_attr(trial_id_of(frozen), ATTR.END, time.time())
+        study.tell(number, value if state == TrialState.COMPLETE else None, state=state)
+    except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError) as error:
+        _logger.debug("trial %d already ended: %s", number, error)
+        return False
+    return True
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fail_stale_trials(study: optuna.Study) -> list[int]:
+    """End as FAIL the RUNNING trials of this host whose launcher process is gone.
+
+    Trials of other hosts are left alone: their launchers may be alive. Returns their numbers.
+    """
+    host = socket.gethostname()
+    ended = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        attrs: dict[str, Any] = trial.user_attrs
+        pid = attrs.get(ATTR.LAUNCHER_PID)
+        if attrs.get(ATTR.HOST) != host or not isinstance(pid, int) or _pid_alive(pid):
+            continue
+        reason = f"launcher (pid {pid}) on {host} stopped while the trial ran; ended on resume"
+        if end_trial(study, trial.number, TrialState.FAIL, reason=reason):
+            ended.append(trial.number)
+    return ended

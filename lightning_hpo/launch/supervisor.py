@@ -1,0 +1,332 @@
+"""The supervisor: one worker process per slot, kept alive, watched, restarted, stopped cleanly.
+
+It never imports torch. Each worker is ``python -m lightning_hpo.launch.worker`` in a session of
+its own (a terminal's Ctrl-C reaches only the supervisor, which then stops the workers in
+order), with ``CUDA_VISIBLE_DEVICES`` set to its GPUs or its torch threads set to its share of
+the cores. Workers report on a pipe, one JSON event a line; the supervisor turns those into the
+live status and notices when a worker dies:
+
+* a worker that exits non-zero or is killed has its running trial ended FAIL with the reason
+  (``worker for slot 1 (pid 4242) was killed by SIGKILL``), and the slot is started again;
+* SIGINT/SIGTERM, ``stop.max_wallclock_time`` and ``stop.max_failed_trials`` stop every worker
+  with SIGTERM (the running trials end FAIL, "interrupted: ..."), SIGKILL after a grace period,
+  and then any trial still RUNNING of this launcher is ended FAIL with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from lightning_hpo.config import Config
+from lightning_hpo.launch.devices import Slot, threads_per_process
+from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, WorkerSpec
+from lightning_hpo.launch.study import ATTR, end_trial
+
+__all__ = ["Supervisor", "TrialRow"]
+
+_logger = logging.getLogger(__name__)
+
+#: Seconds a worker gets to end its trial after SIGTERM before it is killed.
+GRACE_SECONDS = 30.0
+#: A slot whose worker dies this many times in a row without finishing a trial is given up.
+MAX_RESTARTS = 5
+
+
+@dataclass
+class TrialRow:
+    """What the status display knows of one trial (from worker events)."""
+
+    number: int
+    slot: int
+    device: str
+    state: str = "RUNNING"
+    epochs: int = 0
+    last: float | None = None
+    value: float | None = None
+    reason: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    started: float = field(default_factory=time.time)
+    ended: float | None = None
+    fit_started: float | None = None
+
+
+@dataclass
+class _Worker:
+    slot: Slot
+    process: subprocess.Popen[bytes]
+    reader: Any
+    generation: int
+    buffer: str = ""
+    trial: int | None = None
+    exit_reason: str | None = None
+    deaths_in_a_row: int = 0
+
+
+class Supervisor:
+    """Run the study's trials on ``slots`` until the budget is spent or a stop arrives.
+
+    Args:
+        cfg: the validated config.
+        study: the opened study (its trial queue already filled).
+        slots: from :func:`~lightning_hpo.launch.devices.plan_slots`.
+        kind: ``"gpu"`` or ``"cpu"``.
+        n_cores: CPU cores to divide among the worker processes.
+        on_change: called with the supervisor after every batch of events (the live display).
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        study: optuna.Study,
+        slots: list[Slot],
+        kind: str,
+        n_cores: int,
+        on_change: Callable[[Supervisor], None] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.study = study
+        self.slots = slots
+        self.kind = kind
+        self.started = time.time()
+        self.deadline = (
+            None if cfg.stop.max_wallclock_time is None
+            else self.started + cfg.stop.max_wallclock_time
+        )
+        self.rows: dict[int, TrialRow] = {}
+        self.stop_reason: str | None = None
+        self.gaps: list[float] = []  # seconds between a trial's end and the next fit on a slot
+        self._threads = threads_per_process(n_cores, len(slots) * len(slots[0].devices))
+        self._on_change = on_change
+        self._selector = selectors.DefaultSelector()
+        self._workers: dict[int, _Worker] = {}
+        self._slot_last_end: dict[int, float] = {}
+        self._failed = 0
+        self._log_dir = cfg.study_dir / "workers"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def run(self) -> str:
+        """Start every slot and supervise until all workers are done. Returns why it stopped."""
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        previous = {
+            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            for slot in self.slots:
+                self._start(slot, generation=0)
+            while self._workers:
+                self._pump(timeout=0.2)
+                self._reap()
+                self._check_budget()
+                if self._on_change is not None:
+                    self._on_change(self)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._stop_all(self.stop_reason or "launcher stopped")
+            self._end_orphans()
+        return self.stop_reason or "all trials done"
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = f"stopped by {signal.Signals(signum).name}"
+            self._signal_workers(signal.SIGTERM)
+
+    def _start(self, slot: Slot, generation: int) -> None:
+        spec_read, spec_write = os.pipe()
+        spec = WorkerSpec(
+            slot=slot.index, devices=slot.devices, kind=self.kind, threads=self._threads,
+            launcher_pid=os.getpid(), events_fd=spec_write, deadline=self.deadline,
+            generation=generation,
+        )
+        env = dict(os.environ)
+        env[CONFIG_ENV] = json.dumps(self.cfg.raw)
+        env[WORKER_ENV] = json.dumps(dataclasses.asdict(spec))
+        env["PYTHONUNBUFFERED"] = "1"
+        if self.kind == "gpu":
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.devices))
+        else:
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self._threads)
+        log = open(self._log_dir / f"slot{slot.index}.log", "ab")  # noqa: SIM115 (child owns it)
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "lightning_hpo.launch.worker"],
+                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(spec_write,), start_new_session=True,
+            )
+        finally:
+            log.close()
+            os.close(spec_write)
+        reader = os.fdopen(spec_read, "r")
+        os.set_blocking(spec_read, False)
+        worker = _Worker(slot, process, reader, generation)
+        previous = self._workers.get(slot.index)
+        if previous is not None:
+            worker.deaths_in_a_row = previous.deaths_in_a_row
+        self._workers[slot.index] = worker
+        self._selector.register(reader, selectors.EVENT_READ, worker)
+
+    # -- events ----------------------------------------------------------------------------
+    def _pump(self, timeout: float) -> None:
+        for key, _ in self._selector.select(timeout):
+            worker: _Worker = key.data
+            self._read(worker)
+
+    def _read(self, worker: _Worker) -> None:
+        try:
+            chunk = worker.reader.read()
+        except (BlockingIOError, TypeError):
+            return
+        if not chunk:
+            return
+        worker.buffer += chunk
+        *lines, worker.buffer = worker.buffer.split("\n")
+        for line in lines:
+            if line.strip():
+                self._handle(worker, json.loads(line))
+
+    def _handle(self, worker: _Worker, event: dict[str, Any]) -> None:
+        kind, now = event["e"], event["t"]
+        if kind == "start":
+            number = event["trial"]
+            worker.trial = number
+            device = ("cuda:" if self.kind == "gpu" else "cpu:") + ",".join(
+                map(str, worker.slot.devices)
+            )
+            self.rows[number] = TrialRow(number, worker.slot.index, device, started=now)
+        elif kind == "fit_start":
+            row = self.rows.get(event["trial"])
+            if row is not None:
+                row.fit_started, row.params = now, event.get("params", {})
+            last_end = self._slot_last_end.get(worker.slot.index)
+            if last_end is not None:
+                self.gaps.append(now - last_end)
+        elif kind == "epoch":
+            row = self.rows.get(event["trial"])
+            if row is not None:
+                row.epochs, row.last = event["epoch"], event["value"]
+        elif kind == "end":
+            row = self.rows.get(event["trial"])
+            if row is not None:
+                row.state, row.value, row.reason, row.ended = (
+                    event["state"], event["value"], event["reason"], now
+                )
+                if row.value is None and row.state == "PRUNED":
+                    row.value = row.last
+            worker.trial = None
+            worker.deaths_in_a_row = 0
+            self._slot_last_end[worker.slot.index] = now
+            if event["state"] == "FAIL":
+                self._failed += 1
+        elif kind == "exit":
+            worker.exit_reason = event["reason"]
+
+    # -- deaths, restarts, budgets -----------------------------------------------------------
+    def _reap(self) -> None:
+        for index, worker in list(self._workers.items()):
+            code = worker.process.poll()
+            if code is None:
+                continue
+            self._read(worker)  # the last events before it went
+            self._selector.unregister(worker.reader)
+            worker.reader.close()
+            del self._workers[index]
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(worker.process.pid, signal.SIGKILL)  # its DDP ranks, if any
+            if code == 0 and worker.trial is None:
+                continue
+            how = (f"was killed by {signal.Signals(-code).name}" if code < 0
+                   else f"exited with code {code}")
+            reason = f"worker for slot {index} (pid {worker.process.pid}) {how}"
+            if worker.trial is not None:
+                self._fail(worker.trial, reason)
+                self._failed += 1
+            worker.deaths_in_a_row += 1
+            if self.stop_reason is not None:
+                continue
+            if worker.deaths_in_a_row > MAX_RESTARTS:
+                _logger.error("%s; slot %d given up after %d restarts", reason, index,
+                              MAX_RESTARTS)
+                continue
+            _logger.warning("%s; restarting the slot", reason)
+            self._workers[index] = worker  # carry the death count into the restart
+            self._start(worker.slot, worker.generation + 1)
+
+    def _fail(self, number: int, reason: str) -> None:
+        end_trial(self.study, number, TrialState.FAIL, reason=reason)
+        row = self.rows.get(number)
+        if row is not None and row.ended is None:
+            row.state, row.reason, row.ended = "FAIL", reason, time.time()
+
+    def _check_budget(self) -> None:
+        if self.stop_reason is not None:
+            return
+        if self.deadline is not None and time.time() >= self.deadline:
+            self.stop_reason = "wall-clock budget reached"
+        limit = self.cfg.stop.max_failed_trials
+        if limit is not None and self._failed >= limit:
+            self.stop_reason = f"{self._failed} trials failed (stop.max_failed_trials={limit})"
+        if self.stop_reason is not None:
+            self._signal_workers(signal.SIGTERM)
+
+    def _signal_workers(self, signum: int) -> None:
+        for worker in self._workers.values():
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.send_signal(signum)
+
+    def _stop_all(self, reason: str) -> None:
+        """SIGTERM, wait up to the grace period (reading events), then SIGKILL what is left."""
+        if not self._workers:
+            return
+        self._signal_workers(signal.SIGTERM)
+        limit = time.time() + GRACE_SECONDS
+        while self._workers and time.time() < limit:
+            self._pump(timeout=0.1)
+            for index, worker in list(self._workers.items()):
+                if worker.process.poll() is not None:
+                    self._read(worker)
+                    self._selector.unregister(worker.reader)
+                    worker.reader.close()
+                    del self._workers[index]
+                    if worker.trial is not None:
+                        self._fail(worker.trial, f"interrupted: {reason}")
+        for worker in self._workers.values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait()
+            if worker.trial is not None:
+                killed = f"interrupted: {reason} (killed after {GRACE_SECONDS:g} s)"
+                self._fail(worker.trial, killed)
+        self._workers.clear()
+
+    def _end_orphans(self) -> None:
+        """Any trial this launcher's workers left RUNNING ends FAIL with the reason."""
+        mine = os.getpid()
+        for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine:
+                self._fail(trial.number, f"interrupted: {self.stop_reason or 'launcher stopped'}")
+
+    # -- what the display reads --------------------------------------------------------------
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the supervisor started."""
+        return time.time() - self.started
+
+    def worker_log(self, slot: int) -> Path:
+        """The log file of a slot's worker processes."""
+        return self._log_dir / f"slot{slot}.log"

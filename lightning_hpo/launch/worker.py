@@ -1,0 +1,257 @@
+"""A long-lived worker: one slot, many trials, torch imported once.
+
+The supervisor starts ``python -m lightning_hpo.launch.worker`` once per slot (and again if it
+dies). The worker claims a trial, trains it, tells the study, and claims the next, with no new
+interpreter in between: importing torch and Lightning costs seconds, a gap between two trials
+costs milliseconds. With ``devices.per_trial > 1`` the worker is rank 0 of a DDP group that
+Lightning launches at the first ``fit`` and keeps; the other ranks run this same module, see
+:func:`lightning_hpo.is_follower`, and follow rank 0 trial by trial.
+
+It reads its config from ``LIGHTNING_HPO_CONFIG`` and its slot from ``LIGHTNING_HPO_WORKER``
+(both JSON; environment, not argv, so the storage password stays out of ``ps``) and writes
+events as JSON lines to the file descriptor the supervisor passed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+import lightning as L
+import optuna
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from optuna.trial import TrialState
+
+from lightning_hpo.callbacks import PruningCallback
+from lightning_hpo.config import Config, parse_config
+from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
+from lightning_hpo.distributed import _FollowerStudy, _LeaderChannel, _LeaderTrial, is_follower
+from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, EventWriter, WorkerSpec
+from lightning_hpo.launch.study import ATTR, claim_trial, end_trial, open_study
+from lightning_hpo.models import build_model
+from lightning_hpo.space import suggest
+from lightning_hpo.storage import open_storage
+
+_logger = logging.getLogger(__name__)
+
+
+class _Stop:
+    """Why the worker should stop claiming (and interrupt the trial it trains)."""
+
+    reason: str | None = None
+
+
+class _Progress(L.Callback):
+    """Records epoch end times and values (rank 0), emits events, and stops on request."""
+
+    def __init__(
+        self, cfg: Config, trial_number: int, events: EventWriter, spec: WorkerSpec
+    ) -> None:
+        self._metric = cfg.metric
+        self._trial = trial_number
+        self._events = events
+        self._launcher_pid = spec.launcher_pid
+        self.epoch_end_times: list[float] = []
+        self.params: dict[str, Any] = {}
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.is_global_zero:
+            self._events.emit("fit_start", trial=self._trial, params=self.params)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.sanity_checking or not trainer.is_global_zero:
+            return
+        value = trainer.callback_metrics.get(self._metric)
+        self.epoch_end_times.append(time.time())
+        self._events.emit(
+            "epoch", trial=self._trial, epoch=trainer.current_epoch + 1,
+            value=None if value is None else float(value),
+        )
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
+        if trainer.is_global_zero and _Stop.reason is None and os.getppid() != self._launcher_pid:
+            _Stop.reason = "the launcher process stopped"
+        if _Stop.reason is not None:
+            raise _Interrupted(_Stop.reason)
+
+
+class _Interrupted(Exception):
+    """The trial was stopped from outside (signal, wall-clock budget, launcher gone)."""
+
+
+def train(
+    trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress
+) -> tuple[float, str | None]:
+    """Train one trial on this slot; every DDP rank runs it.
+
+    Returns:
+        The metric after the last epoch, and the best checkpoint's path.
+
+    Raises:
+        optuna.TrialPruned: the pruner stopped it.
+    """
+    params = progress.params = suggest(trial, cfg.space)
+    data_names = datamodule_hyperparameters(cfg.data)
+    model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
+    data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
+    seed = (cfg.seed or 0) + trial.number
+    L.seed_everything(seed, workers=True, verbose=False)
+    model = build_model(cfg.model, **model_kwargs)
+    data = build_datamodule(cfg.data, **data_kwargs)
+    trial_dir = cfg.study_dir / f"trial_{trial.number:05d}"
+    pruning = PruningCallback(trial, monitor=cfg.metric)
+    checkpoint = ModelCheckpoint(
+        dirpath=trial_dir, filename="best", monitor=cfg.metric,
+        mode="min" if cfg.direction == "minimize" else "max", save_top_k=1,
+        enable_version_counter=False,
+    )
+    per_trial = len(spec.devices)
+    trainer = L.Trainer(
+        accelerator="gpu" if spec.kind == "gpu" else "cpu",
+        devices=per_trial,
+        strategy="ddp" if per_trial > 1 else "auto",
+        max_epochs=cfg.max_epochs,
+        callbacks=[pruning, progress, checkpoint],
+        logger=CSVLogger(save_dir=str(trial_dir), name="", version=""),
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=str(trial_dir),
+        **cfg.trainer,
+    )
+    if trainer.is_global_zero:
+        trial.set_user_attr(ATTR.SEED, seed)
+        trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
+    trainer.fit(model, datamodule=data)
+    pruning.raise_if_pruned()
+    value = trainer.callback_metrics.get(cfg.metric)
+    if value is None:
+        raise RuntimeError(f"metric '{cfg.metric}' was never logged")
+    return float(value), checkpoint.best_model_path or None
+
+
+def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
+    """Rank 0 (or the only rank): claim, train, tell, until the budget or a stop says no."""
+    storage = open_storage(cfg.storage, create=False)
+    study, _ = open_study(
+        cfg, storage, queue=False, worker_offset=spec.slot + 1000 * spec.generation
+    )
+    channel = _LeaderChannel() if len(spec.devices) > 1 else None
+    events.emit("ready", slot=spec.slot, pid=os.getpid())
+    try:
+        while True:
+            if _Stop.reason is not None:
+                return _Stop.reason
+            if os.getppid() != spec.launcher_pid:
+                return "the launcher process stopped"
+            if spec.deadline is not None and time.time() >= spec.deadline:
+                return "wall-clock budget reached"
+            trial = claim_trial(study, cfg)
+            if trial is None:
+                return "no trials left"
+            started = time.time()
+            for key, value in {
+                ATTR.SLOT: spec.slot, ATTR.DEVICE: spec.device_label,
+                ATTR.HOST: socket.gethostname(), ATTR.PID: os.getpid(),
+                ATTR.LAUNCHER_PID: spec.launcher_pid, ATTR.START: started,
+            }.items():
+                trial.set_user_attr(key, value)
+            events.emit("start", trial=trial.number, slot=spec.slot)
+            if channel is not None:
+                channel.begin_trial(trial.number)
+            shared = _LeaderTrial(trial, channel) if channel is not None else trial
+            state, value, reason = TrialState.FAIL, None, None
+            progress = _Progress(cfg, trial.number, events, spec)
+            try:
+                value, checkpoint = train(shared, cfg, spec, progress)
+                if math.isfinite(value):
+                    state = TrialState.COMPLETE
+                else:
+                    reason = f"{cfg.metric} is {value}"
+                trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
+            except optuna.TrialPruned:
+                state = TrialState.PRUNED
+            except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
+                reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
+                _Stop.reason = _Stop.reason or reason
+            except Exception as error:  # a user model's bug, OOM, bad data: the trial fails
+                reason = f"{type(error).__name__}: {error}"[:2000]
+                _logger.exception("trial %d failed", trial.number)
+            trial.set_user_attr(ATTR.EPOCHS, len(progress.epoch_end_times))
+            trial.set_user_attr(ATTR.EPOCH_END_TIMES, progress.epoch_end_times)
+            trial.set_user_attr(ATTR.END, time.time())
+            if state == TrialState.FAIL and reason is None:
+                reason = "unknown"
+            end_trial(study, trial.number, state, value=value, reason=reason)
+            events.emit("end", trial=trial.number, state=state.name, value=value, reason=reason)
+    finally:
+        if channel is not None:
+            try:
+                channel.finish()
+            except Exception:  # the group may be gone after an interrupt; nothing to tell
+                _logger.debug("could not tell follower ranks to stop", exc_info=True)
+
+
+def _run_follower(cfg: Config, spec: WorkerSpec) -> None:
+    """Ranks 1..N-1 of a DDP slot: train rank 0's trials, write nothing."""
+    quiet = EventWriter(-1)
+    _FollowerStudy(None, None).optimize(
+        lambda trial: train(trial, cfg, spec, _Progress(cfg, trial.number, quiet, spec))[0]
+    )
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    _Stop.reason = f"signal {signal.Signals(signum).name}"
+
+
+def main() -> int:
+    """Entry point of ``python -m lightning_hpo.launch.worker`` (started by the supervisor)."""
+    cfg = parse_config(json.loads(os.environ[CONFIG_ENV]))
+    spec = WorkerSpec.from_json(os.environ[WORKER_ENV])
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    torch.set_num_threads(spec.threads)
+    if is_follower():
+        _run_follower(cfg, spec)
+        return 0
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    events = EventWriter(spec.events_fd)
+    try:
+        why = _run_leader(cfg, spec, events)
+    finally:
+        if len(spec.devices) > 1:
+            _kill_children()
+    events.emit("exit", slot=spec.slot, reason=why)
+    return 0
+
+
+def _kill_children() -> None:
+    """SIGKILL the DDP ranks Lightning started from this process (Linux ``/proc``).
+
+    Followers leave on rank 0's stop message; this covers an interrupted trial, after which a
+    follower may still wait in a collective that rank 0 will never join.
+    """
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            if parent == me:
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+if __name__ == "__main__":
+    sys.exit(main())

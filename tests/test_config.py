@@ -1,0 +1,172 @@
+"""Config loading: defaults, overrides, and one clear error per broken field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lightning_hpo.config import (
+    DEFAULT_CONFIG,
+    apply_overrides,
+    check_against_registry,
+    load_config,
+    parse_config,
+    read_yaml,
+)
+from lightning_hpo.errors import ConfigError
+
+BASE = {
+    "study": "t",
+    "model": {"name": "lenet"},
+    "space": {"lr": {"loguniform": [0.01, 1.0]}},
+    "pruner": {"name": "asha", "max_resource": 9},
+    "stop": {"n_trials": 4},
+}
+
+
+def _with(path: str, value: object) -> dict:
+    return apply_overrides(BASE, [f"{path}={value}"])
+
+
+def test_defaults() -> None:
+    cfg = parse_config(BASE)
+    assert cfg.storage == "runs/t.journal" and cfg.run_dir == "runs"
+    assert cfg.data == "digits" and cfg.metric == "validation_error"
+    assert cfg.direction == "minimize" and cfg.sampler == "random"
+    assert cfg.max_epochs == 9 and cfg.pruner.reduction_factor == 3
+    assert cfg.devices.per_trial == 1 and cfg.stop.n_trials == 4
+    assert cfg.study_dir == Path("runs/t")
+
+
+def test_every_shipped_config_is_valid() -> None:
+    configs = sorted(DEFAULT_CONFIG.parent.glob("*.yaml"))
+    assert DEFAULT_CONFIG in configs
+    for path in configs:
+        cfg = load_config(path)
+        check_against_registry(cfg)
+
+
+def test_overrides_parse_yaml_values_and_create_sections() -> None:
+    raw = apply_overrides(BASE, ["stop.n_trials=20", "devices.per_trial=2", "sampler=tpe",
+                                 "space.m={uniform: [0, 1]}"])
+    cfg = parse_config(raw)
+    assert cfg.stop.n_trials == 20 and cfg.devices.per_trial == 2 and cfg.sampler == "tpe"
+    assert "m" in cfg.space
+    assert BASE["stop"] == {"n_trials": 4}  # the input is not mutated
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        pytest.param("nokey", "--set", id="no-equals"),
+        pytest.param("a..b=1", "--set", id="empty-part"),
+        pytest.param("study.x=1", "--set study.x", id="into-scalar"),
+        pytest.param("stop.n_trials=[1", "--set stop.n_trials", id="bad-yaml"),
+    ],
+)
+def test_bad_overrides(override: str, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BASE, [override])
+    assert info.value.field == field
+
+
+BAD = [
+    ("colour", "blue", "colour", "unknown field"),
+    ("study", "../escape", "study", "letters, digits"),
+    ("study", "", "study", "letters"),
+    ("storage", "3", "storage", "storage URL"),
+    ("model", "[1, 2]", "model", "name"),
+    ("model.name", "", "model.name", "non-empty"),
+    ("metric", "3", "metric", "logged metric"),
+    ("direction", "up", "direction", "minimize, maximize"),
+    ("space", "{}", "space", "at least one"),
+    ("space.lr", "{loguniform: [0, 1]}", "space.lr.loguniform", "low > 0"),
+    ("space.batch_size", "{randint: [256, 32]}", "space.batch_size.randint", "low < high"),
+    ("initial", "[{lr: 5.0}]", "initial[0].lr", "outside"),
+    ("initial", "{lr: 0.1}", "initial", "list"),
+    ("sampler", "cmaes", "sampler.name", "random, tpe, gp"),
+    ("sampler.seed", "-1", "sampler.seed", ">= 0"),
+    ("pruner.name", "median", "pruner.name", "asha, hyperband, none"),
+    ("pruner.reduction_factor", "1", "pruner.reduction_factor", ">= 2"),
+    ("pruner.min_resource", "0", "pruner.min_resource", ">= 1"),
+    ("pruner.max_resource", "two", "pruner.max_resource", "integer"),
+    ("pruner.min_resource", "20", "pruner.max_resource", ">= pruner.min_resource"),
+    ("pruner.eta", "3", "pruner.eta", "unknown field"),
+    ("devices.per_trial", "0", "devices.per_trial", ">= 1"),
+    ("devices.per_trial", "1.5", "devices.per_trial", "integer"),
+    ("devices.accelerator", "tpu", "devices.accelerator", "auto, cpu, gpu"),
+    ("devices.gpus", "1", "devices.gpus", "unknown field"),
+    ("stop.n_trials", "0", "stop.n_trials", ">= 1"),
+    ("stop.n_trials", "ten", "stop.n_trials", "integer"),
+    ("stop.max_wallclock_time", "-5", "stop.max_wallclock_time", "seconds > 0"),
+    ("stop.max_wallclock_time", ".inf", "stop.max_wallclock_time", "seconds > 0"),
+    ("stop.forever", "true", "stop.forever", "unknown field"),
+    ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
+    ("trainer.precision", "[16]", "trainer.precision", "wrong type"),
+    ("trainer.callbacks", "[]", "trainer.callbacks", "unknown field"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "words"), BAD, ids=[f"{p}={v}" for p, v, *_ in BAD]
+)
+def test_bad_field_is_one_named_error(path: str, value: str, field: str, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(_with(path, value))
+    assert info.value.field == field
+    assert words in info.value.message
+    assert "\n" not in str(info.value)
+
+
+def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:
+    raw = dict(BASE, stop={})
+    with pytest.raises(ConfigError, match="^stop: needs n_trials"):
+        parse_config(raw)
+    with pytest.raises(ConfigError, match="pruner.max_resource: is required for hyperband"):
+        parse_config(dict(BASE, pruner={"name": "hyperband"}))
+    with pytest.raises(ConfigError, match="pruner.max_resource: is required"):
+        parse_config(dict(BASE, pruner="none"))
+    cfg = parse_config(dict(BASE, pruner="none", trainer={"max_epochs": 3}))
+    assert cfg.max_epochs == 3 and cfg.pruner.name == "none"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "words"),
+    [
+        pytest.param({"model": {"name": "resnet"}}, "model.name", "allowed: lenet", id="model"),
+        pytest.param({"data": {"name": "cifar"}}, "data.name", "allowed: digits", id="data"),
+        pytest.param({"model": {"name": "lenet", "width": 3}}, "model.width", "allowed", id="arg"),
+        pytest.param({"space": {"depth": {"randint": [1, 3]}}}, "space.depth", "not a hyper",
+                     id="space-name"),
+        pytest.param({"metric": "accuracy"}, "metric", "not logged", id="metric"),
+    ],
+)
+def test_registry_checks(raw: dict, field: str, words: str) -> None:
+    cfg = parse_config({**BASE, **raw})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == field
+    assert words in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param("study: [unclosed\n", "not valid YAML at line", id="malformed"),
+        pytest.param("!!python/object/apply:os.system ['echo hi']\n", "not valid YAML",
+                     id="python-tag"),
+        pytest.param("- a\n- b\n", "must hold a mapping", id="list"),
+    ],
+)
+def test_read_yaml_is_safe_and_says_where(tmp_path: Path, text: str, words: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path)
+    assert info.value.field == "config" and words in info.value.message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="^config: cannot read"):
+        read_yaml(tmp_path / "nope.yaml")
