@@ -1,0 +1,156 @@
+"""Name lookup, construction and hyperparameter checks shared by ``models`` and ``data``.
+
+A *section* is the config key a registry answers to (``"model"`` or ``"data"``); every error
+names ``<section>.<field>`` so the CLI can print it as one line. Example::
+
+    >>> from lightning.pytorch import LightningModule
+    >>> from lightning_hpo.models import MODELS
+    >>> _resolve_class("model", "lightning_hpo.models:LeNet", MODELS, LightningModule).__name__
+    'LeNet'
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Mapping
+from numbers import Integral, Real
+from typing import Any, TypeVar, cast
+
+from lightning_hpo.errors import ConfigError
+
+__all__: list[str] = []
+
+_T = TypeVar("_T")
+
+
+def _resolve_class(
+    section: str, name: str, registry: Mapping[str, type[_T]], base: type
+) -> type[_T]:
+    """Return the class for a registry name or a ``"package.module:Class"`` path.
+
+    Args:
+        section: config section used in error fields (``"model"``, ``"data"``).
+        name: a key of ``registry`` or an import path ``"package.module:Class"``.
+        registry: the known names.
+        base: the class the result must subclass (``LightningModule``, ``LightningDataModule``).
+
+    Raises:
+        ConfigError: on ``<section>.name`` when the name is unknown, cannot be imported, or is
+            not a subclass of ``base``.
+    """
+    field = f"{section}.name"
+    allowed = f"allowed: {', '.join(registry)}, or a 'package.module:Class' path"
+    if not isinstance(name, str) or not name:
+        raise ConfigError(field, f"must be a non-empty string, got {name!r}; {allowed}")
+    if name in registry:
+        return registry[name]
+    if ":" not in name:
+        noun = "data module" if section == "data" else section
+        raise ConfigError(field, f"unknown {noun} {name!r}; {allowed}")
+    module_name, _, attr = name.partition(":")
+    if not module_name or not attr:
+        raise ConfigError(field, f"{name!r} is not a 'package.module:Class' path; {allowed}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(field, f"cannot import module {module_name!r} ({exc})") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(field, f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise ConfigError(field, f"{name!r} is not a {base.__name__} subclass")
+    return cast("type[_T]", obj)
+
+
+def _init_parameters(cls: type) -> dict[str, inspect.Parameter]:
+    """Keyword-capable parameters of ``cls.__init__`` (no ``self``, ``*args``, ``**kwargs``)."""
+    params = inspect.signature(cls).parameters
+    return {
+        key: param
+        for key, param in params.items()
+        if key != "self"
+        and param.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    }
+
+
+def _accepts_any_keyword(cls: type) -> bool:
+    params = inspect.signature(cls).parameters.values()
+    return any(param.kind is inspect.Parameter.VAR_KEYWORD for param in params)
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Constructor defaults of ``cls``; a required argument maps to ``inspect.Parameter.empty``."""
+    return {key: param.default for key, param in _init_parameters(cls).items()}
+
+
+def _build(
+    section: str, name: str, registry: Mapping[str, type[_T]], base: type, kwargs: Mapping[str, Any]
+) -> _T:
+    """Resolve ``name`` and instantiate it with ``kwargs`` after checking every key is known.
+
+    Raises:
+        ConfigError: on ``<section>.name`` for a bad name, on ``<section>.<key>`` for an unknown
+            or missing argument (value errors are the class's own, also ConfigErrors for ours).
+    """
+    cls = _resolve_class(section, name, registry, base)
+    params = _init_parameters(cls)
+    if not _accepts_any_keyword(cls):
+        allowed = ", ".join(params) or "none"
+        for key in kwargs:
+            if key not in params:
+                raise ConfigError(
+                    f"{section}.{key}", f"unknown hyperparameter for {name!r}; allowed: {allowed}"
+                )
+    for key, param in params.items():
+        if param.default is inspect.Parameter.empty and key not in kwargs:
+            raise ConfigError(f"{section}.{key}", f"is required by {name!r} but was not given")
+    return cls(**kwargs)
+
+
+# --- value checks: each returns the value (as a plain Python number) or raises ConfigError ---
+
+
+def _check_int(field: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ConfigError(field, f"must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ConfigError(field, f"is {value}, but must be an integer >= {minimum}")
+    return int(value)
+
+
+def _check_float(
+    field: str,
+    value: Any,
+    *,
+    low: float,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = True,
+) -> float:
+    """Check ``value`` is a real number in the interval from ``low`` to ``high``.
+
+    ``low_open``/``high_open`` exclude the bound itself: ``low=0, low_open=True`` is ``> 0``.
+    """
+    if math.isinf(high):
+        allowed = f"a number {'>' if low_open else '>='} {low:g}"
+    else:
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        allowed = f"a number in {left}{low:g}, {high:g}{right}"
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ConfigError(field, f"must be {allowed}, got {value!r}")
+    number = float(value)
+    too_low = number <= low if low_open else number < low
+    too_high = number >= high if high_open else number > high
+    if math.isnan(number) or too_low or too_high:
+        raise ConfigError(field, f"is {value!r}, but must be {allowed}")
+    return number
+
+
+def _check_choice(field: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(field, f"is {value!r}; allowed: {', '.join(allowed)}")
+    return str(value)

@@ -1,0 +1,333 @@
+"""Data modules: ``digits`` (offline, the default) and ``fashion_mnist`` (torchvision, local root).
+
+Both yield ``(images, labels)`` batches with images of shape ``(N, 1, 28, 28)`` (float32,
+normalised) and labels of shape ``(N,)`` (int64, 10 classes), so every model here fits both.
+
+* :class:`DigitsDataModule`: scikit-learn's bundled ``load_digits()`` (1,797 8x8 images), resized
+  to 28x28, with a seeded stratified train/validation split. No download, about 0.1 s to prepare
+  once per process (cached), so building many data modules in one process is cheap.
+* :class:`FashionMNISTDataModule`: torchvision's ``FashionMNIST`` read from a local ``root``
+  (train split for training, test split for validation); ``download=True`` fetches it where
+  there is internet.
+
+Device transfer: ``pin_memory`` is switched on when the trainer runs on CUDA and off otherwise.
+Lightning then copies each batch with ``non_blocking=True`` to any device but CPU and MPS
+(``lightning.fabric.utilities.apply_func.move_data_to_device``, checked in lightning 2.6), so
+pinned batches overlap the copy with compute without code of ours.
+
+Example::
+
+    >>> dm = build_datamodule("digits", batch_size=32)
+    >>> dm.setup("fit")
+    >>> images, labels = next(iter(dm.train_dataloader()))
+    >>> images.shape, labels.shape
+    (torch.Size([32, 1, 28, 28]), torch.Size([32]))
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningDataModule
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+from lightning_hpo._registry import _build, _check_float, _check_int, _defaults, _resolve_class
+from lightning_hpo.errors import ConfigError
+
+__all__ = [
+    "DATAMODULES",
+    "DigitsDataModule",
+    "FashionMNISTDataModule",
+    "build_datamodule",
+    "datamodule_class",
+    "datamodule_hyperparameters",
+]
+
+log = logging.getLogger(__name__)
+
+_IMAGE_SIZE = 28
+#: Fashion-MNIST training-set pixel mean and standard deviation (on the [0, 1] scale).
+_FASHION_MNIST_MEAN, _FASHION_MNIST_STD = 0.2860, 0.3530
+#: Uncompressed IDX files torchvision's ``FashionMNIST`` reads from ``<root>/FashionMNIST/raw``.
+_FASHION_MNIST_FILES = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+
+
+class _ImageDataModule(LightningDataModule):
+    """Shared part: ``batch_size``/``num_workers`` checks and the data loaders."""
+
+    num_classes: int = 10
+    input_shape: tuple[int, int, int] = (1, _IMAGE_SIZE, _IMAGE_SIZE)
+
+    def __init__(self, batch_size: int, num_workers: int) -> None:
+        super().__init__()
+        self.batch_size = _check_int("data.batch_size", batch_size, minimum=1)
+        self.num_workers = _check_int("data.num_workers", num_workers, minimum=0)
+        self.train_set: Dataset[Any] | None = None
+        self.val_set: Dataset[Any] | None = None
+
+    def _on_cuda(self) -> bool:
+        trainer = self.trainer
+        return trainer is not None and trainer.strategy.root_device.type == "cuda"
+
+    def _loader(self, dataset: Dataset[Any] | None, shuffle: bool) -> DataLoader[Any]:
+        if dataset is None:
+            raise RuntimeError(f"{type(self).__name__}.setup() must run before its data loaders")
+        return DataLoader(
+            dataset,
+            batch_size=self.batch_size,
+            shuffle=shuffle,
+            num_workers=self.num_workers,
+            pin_memory=self._on_cuda(),
+            persistent_workers=self.num_workers > 0,
+        )
+
+    def train_dataloader(self) -> DataLoader[Any]:
+        return self._loader(self.train_set, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader[Any]:
+        return self._loader(self.val_set, shuffle=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _digits_tensors() -> tuple[Tensor, Tensor]:
+    """All 1,797 digits as normalised ``(N, 1, 28, 28)`` float32 images and int64 labels.
+
+    Cached per process; callers index into these tensors and must not modify them in place.
+    """
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = torch.as_tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    images = F.interpolate(
+        images, size=(_IMAGE_SIZE, _IMAGE_SIZE), mode="bilinear", align_corners=False
+    ).clamp_(0.0, 1.0)
+    # One fixed mean/std for the whole set, like the published MNIST constants: the split
+    # (and so the seed) does not change the input scale.
+    images = (images - images.mean()) / images.std()
+    labels = torch.as_tensor(digits.target, dtype=torch.int64)
+    return images, labels
+
+
+@functools.lru_cache(maxsize=16)
+def _digits_split(val_fraction: float, seed: int) -> tuple[TensorDataset, TensorDataset]:
+    """Seeded stratified train/validation split of the digits (cached per process)."""
+    from sklearn.model_selection import train_test_split
+
+    images, labels = _digits_tensors()
+    try:
+        train_idx, val_idx = train_test_split(
+            torch.arange(len(labels)).numpy(),
+            test_size=val_fraction,
+            stratify=labels.numpy(),
+            random_state=seed,
+        )
+    except ValueError as exc:  # too few samples per class on one side
+        raise ConfigError(
+            "data.val_fraction", f"is {val_fraction}, too extreme for a stratified split ({exc})"
+        ) from exc
+    train_idx, val_idx = torch.as_tensor(train_idx), torch.as_tensor(val_idx)
+    return (
+        TensorDataset(images[train_idx], labels[train_idx]),
+        TensorDataset(images[val_idx], labels[val_idx]),
+    )
+
+
+class DigitsDataModule(_ImageDataModule):
+    """scikit-learn's handwritten digits, resized to 28x28: an offline stand-in for MNIST.
+
+    The 1,797 8x8 images (pixel values 0..16) are scaled to [0, 1], resized to 28x28 with
+    bilinear interpolation, then normalised to zero mean and unit variance over the whole set.
+    The train/validation split is stratified by class and fixed by ``seed``; with the defaults
+    it holds 1,437 training and 360 validation images.
+
+    Args:
+        batch_size: images per batch (per device under DDP), ``>= 1``.
+        val_fraction: share of images held out for validation, in ``(0, 1)``.
+        seed: seed of the split (not of the shuffling, which follows ``seed_everything``).
+        num_workers: ``DataLoader`` worker processes, ``>= 0``; ``0`` is fastest for these
+            in-memory tensors.
+
+    Example::
+
+        >>> dm = DigitsDataModule(batch_size=128, seed=1)
+        >>> dm.setup("fit")
+        >>> len(dm.train_set), len(dm.val_set)
+        (1437, 360)
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 64,
+        val_fraction: float = 0.2,
+        seed: int = 0,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__(batch_size, num_workers)
+        self.val_fraction = _check_float(
+            "data.val_fraction", val_fraction, low=0.0, high=1.0, low_open=True
+        )
+        self.seed = _check_int("data.seed", seed, minimum=0)
+        self.save_hyperparameters()
+
+    def setup(self, stage: str) -> None:
+        if self.train_set is None:
+            self.train_set, self.val_set = _digits_split(self.val_fraction, self.seed)
+
+
+def _fashion_mnist_found(root: str) -> bool:
+    """Whether torchvision's ``FashionMNIST(root)`` finds its data without downloading.
+
+    Mirrors torchvision 0.29's checks: the four uncompressed IDX files under
+    ``<root>/FashionMNIST/raw``, or the legacy ``training.pt``/``test.pt`` pair under
+    ``<root>/FashionMNIST/processed``.
+    """
+    base = os.path.join(root, "FashionMNIST")
+    raw = all(os.path.isfile(os.path.join(base, "raw", name)) for name in _FASHION_MNIST_FILES)
+    legacy = all(
+        os.path.isfile(os.path.join(base, "processed", name)) for name in ("training.pt", "test.pt")
+    )
+    return raw or legacy
+
+
+class FashionMNISTDataModule(_ImageDataModule):
+    """Fashion-MNIST (Xiao et al., 2017) through torchvision: 60,000 train and 10,000 test images.
+
+    The train split is used for training and the test split for validation. Images go through
+    ``ToTensor`` and ``Normalize((0.2860,), (0.3530,))``.
+
+    Args:
+        root: directory holding ``FashionMNIST/raw/train-images-idx3-ubyte`` and the three other
+            uncompressed IDX files, as torchvision lays them out.
+        batch_size: images per batch (per device under DDP), ``>= 1``.
+        download: fetch the files into ``root`` when missing (needs internet; done on global
+            rank 0 only, in ``prepare_data``).
+        num_workers: ``DataLoader`` worker processes, ``>= 0``.
+
+    Raises:
+        ConfigError: ``data.root`` when the files are missing and ``download`` is false.
+
+    Example::
+
+        >>> dm = FashionMNISTDataModule(root="data", batch_size=128)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        root: str = "data",
+        batch_size: int = 64,
+        download: bool = False,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__(batch_size, num_workers)
+        if not isinstance(root, str | os.PathLike):
+            raise ConfigError("data.root", f"must be a directory path, got {root!r}")
+        if not isinstance(download, bool):
+            raise ConfigError("data.download", f"must be true or false, got {download!r}")
+        self.root = os.fspath(root)
+        self.download = download
+        self.save_hyperparameters()
+        self._check_found()  # fail at build time, before any trial starts
+
+    def _check_found(self) -> None:
+        if not self.download and not _fashion_mnist_found(self.root):
+            root = self.root
+            raise ConfigError(
+                "data.root",
+                f"no Fashion-MNIST files under '{root}' (expected "
+                f"{root}/FashionMNIST/raw/train-images-idx3-ubyte ...); set data.download: true "
+                "on a machine with internet, or copy the four IDX files there",
+            )
+
+    def _dataset(self, train: bool, download: bool) -> Dataset[Any]:
+        from torchvision import datasets, transforms
+
+        transform = transforms.Compose(
+            [
+                transforms.ToTensor(),
+                transforms.Normalize((_FASHION_MNIST_MEAN,), (_FASHION_MNIST_STD,)),
+            ]
+        )
+        return datasets.FashionMNIST(self.root, train=train, download=download, transform=transform)
+
+    def prepare_data(self) -> None:
+        if self.download:
+            for train in (True, False):
+                self._dataset(train, download=True)
+
+    def setup(self, stage: str) -> None:
+        if self.train_set is None:
+            self._check_found()
+            self.train_set = self._dataset(train=True, download=False)
+            self.val_set = self._dataset(train=False, download=False)
+
+
+#: Registry of data module names accepted by ``data.name`` in a config.
+DATAMODULES: dict[str, type[LightningDataModule]] = {
+    "digits": DigitsDataModule,
+    "fashion_mnist": FashionMNISTDataModule,
+}
+
+
+def build_datamodule(name: str, **kwargs: Any) -> LightningDataModule:
+    """Build a data module from a registry name or a ``"package.module:Class"`` path.
+
+    Args:
+        name: a key of :data:`DATAMODULES` or an import path to a ``LightningDataModule``
+            subclass.
+        **kwargs: constructor arguments (``batch_size``, ``root``, ...); unknown keys are
+            refused unless the class takes ``**kwargs``.
+
+    Raises:
+        ConfigError: ``data.name`` for an unknown or unimportable name, ``data.<key>`` for an
+            unknown argument or a bad value.
+
+    Example::
+
+        >>> build_datamodule("digits", batch_size=128).batch_size
+        128
+    """
+    datamodule = _build("data", name, DATAMODULES, LightningDataModule, kwargs)
+    log.debug("built data module %s with %s", name, kwargs)
+    return datamodule
+
+
+def datamodule_class(name: str) -> type[LightningDataModule]:
+    """The class a registry name or ``"package.module:Class"`` path stands for, not built.
+
+    Raises:
+        ConfigError: ``data.name`` for an unknown or unimportable name.
+
+    Example::
+
+        >>> datamodule_class("digits").__name__
+        'DigitsDataModule'
+    """
+    return _resolve_class("data", name, DATAMODULES, LightningDataModule)
+
+
+def datamodule_hyperparameters(name: str) -> dict[str, Any]:
+    """Constructor arguments of a data module and their defaults.
+
+    Args:
+        name: a key of :data:`DATAMODULES` or a ``"package.module:Class"`` path.
+
+    Raises:
+        ConfigError: ``data.name`` for an unknown or unimportable name.
+
+    Example::
+
+        >>> datamodule_hyperparameters("digits")["batch_size"]
+        64
+    """
+    return _defaults(datamodule_class(name))

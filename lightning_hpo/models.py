@@ -1,0 +1,299 @@
+"""Image classifiers to tune: ``LeNet`` and ``DropoutMLP``, and the registry the config uses.
+
+Both are :class:`ImageClassifier` subclasses, which holds the one training/validation logic:
+plain SGD, cross-entropy, and three logged metrics (:attr:`ImageClassifier.LOGGED_METRICS`):
+
+* ``train_loss``: mean training loss of the epoch (averaged over DDP ranks);
+* ``validation_loss``: mean validation loss of the epoch (averaged over DDP ranks);
+* ``validation_error``: ``1 - accuracy`` over the whole validation set, from a torchmetrics
+  ``MulticlassAccuracy(average="micro")`` whose state is summed across ranks, so the value is
+  the same on every DDP rank.
+
+Every hyperparameter is checked in ``__init__``; a bad one raises
+:class:`~lightning_hpo.errors.ConfigError` naming ``model.<name>``. Example::
+
+    >>> model = build_model("lenet", lr=0.05)
+    >>> model.hparams.lr, model(torch.zeros(2, 1, 28, 28)).shape
+    (0.05, torch.Size([2, 10]))
+    >>> sorted(model_hyperparameters("dropout_mlp"))[:3]
+    ['dropout_1', 'dropout_2', 'lr']
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+from lightning.pytorch import LightningModule
+from torch import Tensor, nn
+from torchmetrics.classification import MulticlassAccuracy
+
+from lightning_hpo._registry import (
+    _build,
+    _check_choice,
+    _check_float,
+    _check_int,
+    _defaults,
+    _resolve_class,
+)
+
+__all__ = [
+    "MODELS",
+    "DropoutMLP",
+    "ImageClassifier",
+    "LeNet",
+    "build_model",
+    "model_class",
+    "model_hyperparameters",
+]
+
+log = logging.getLogger(__name__)
+
+_ACTIVATIONS: tuple[str, ...] = ("relu", "sigmoid")
+
+
+class ImageClassifier(LightningModule):
+    """Base class: SGD training of ``self.net`` with cross-entropy, logging the tuned metrics.
+
+    Subclasses build ``self.net`` (an ``nn.Module`` from images to logits) and call
+    ``self.save_hyperparameters()``; everything else (optimiser, steps, metrics) lives here.
+
+    Args:
+        lr: SGD learning rate, ``> 0``.
+        momentum: SGD momentum, in ``[0, 1)``.
+        weight_decay: L2 penalty, ``>= 0``.
+        num_classes: number of classes, ``>= 2``.
+
+    Example::
+
+        >>> class Linear(ImageClassifier):
+        ...     def __init__(self, lr: float = 0.1) -> None:
+        ...         super().__init__(lr=lr)
+        ...         self.save_hyperparameters()
+        ...         self.net = nn.Sequential(nn.Flatten(), nn.Linear(784, 10))
+        >>> Linear().configure_optimizers().defaults["lr"]
+        0.1
+    """
+
+    #: Metrics this module logs; a config's ``metric`` must be one of them.
+    LOGGED_METRICS: tuple[str, ...] = ("train_loss", "validation_loss", "validation_error")
+
+    net: nn.Module
+
+    def __init__(
+        self,
+        lr: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        num_classes: int = 10,
+    ) -> None:
+        super().__init__()
+        self._lr = _check_float("model.lr", lr, low=0.0, low_open=True)
+        self._momentum = _check_float("model.momentum", momentum, low=0.0, high=1.0)
+        self._weight_decay = _check_float("model.weight_decay", weight_decay, low=0.0)
+        self._num_classes = _check_int("model.num_classes", num_classes, minimum=2)
+        # Micro accuracy = correct / total; its state (two counts) is summed over DDP ranks by
+        # ``compute()``, so the error is exact and identical on every rank.
+        self.val_accuracy = MulticlassAccuracy(num_classes=self._num_classes, average="micro")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Logits of shape ``(N, num_classes)`` for images ``x`` of shape ``(N, 1, 28, 28)``."""
+        return self.net(x)
+
+    def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        # on_step=False: accumulated per step, reduced across ranks once at the epoch's end.
+        self.log(
+            "train_loss", loss, on_step=False, on_epoch=True, sync_dist=True, batch_size=len(y)
+        )
+        return loss
+
+    def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        self.log("validation_loss", loss, sync_dist=True, batch_size=len(y))
+        self.val_accuracy.update(logits, y)
+
+    def on_validation_epoch_end(self) -> None:
+        # ``compute()`` syncs the metric state across ranks: already identical everywhere, so no
+        # ``sync_dist`` (which would add a second, redundant all-reduce).
+        self.log("validation_error", 1.0 - self.val_accuracy.compute())
+        self.val_accuracy.reset()
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.SGD(
+            self.parameters(),
+            lr=self._lr,
+            momentum=self._momentum,
+            weight_decay=self._weight_decay,
+        )
+
+
+def _xavier_init(module: nn.Module) -> None:
+    if isinstance(module, nn.Conv2d | nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+
+
+class LeNet(ImageClassifier):
+    """LeNet-5 (LeCun et al., Proc. IEEE 1998) for ``(N, 1, 28, 28)`` images.
+
+    conv 6@5x5 (padding 2) -> act -> pool 2 -> conv 16@5x5 -> act -> pool 2 -> dense 120 -> act
+    -> dense 84 -> act -> dense ``num_classes``; Xavier-uniform weights, zero biases.
+
+    ``activation="relu"`` is the modern variant with max pooling; ``"sigmoid"`` is the classic
+    network with average pooling (subsampling). The classic one learns far more slowly, which
+    makes the learning rate matter: a good HPO demo.
+
+    Args:
+        lr: SGD learning rate, ``> 0``.
+        momentum: SGD momentum, in ``[0, 1)``.
+        weight_decay: L2 penalty, ``>= 0``.
+        num_classes: number of classes, ``>= 2``.
+        activation: ``"relu"`` (max pooling) or ``"sigmoid"`` (average pooling).
+
+    Example::
+
+        >>> LeNet(lr=0.1)(torch.zeros(4, 1, 28, 28)).shape
+        torch.Size([4, 10])
+    """
+
+    def __init__(
+        self,
+        lr: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        num_classes: int = 10,
+        activation: Literal["relu", "sigmoid"] = "relu",
+    ) -> None:
+        super().__init__(lr, momentum, weight_decay, num_classes)
+        activation = _check_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
+        self.save_hyperparameters()
+        act: type[nn.Module] = nn.ReLU if activation == "relu" else nn.Sigmoid
+        pool: type[nn.Module] = nn.MaxPool2d if activation == "relu" else nn.AvgPool2d
+        self.net = nn.Sequential(
+            nn.Conv2d(1, 6, kernel_size=5, padding=2), act(), pool(kernel_size=2, stride=2),
+            nn.Conv2d(6, 16, kernel_size=5), act(), pool(kernel_size=2, stride=2),
+            nn.Flatten(),
+            nn.Linear(16 * 5 * 5, 120), act(),
+            nn.Linear(120, 84), act(),
+            nn.Linear(84, num_classes),
+        )  # fmt: skip
+        self.net.apply(_xavier_init)
+
+
+class DropoutMLP(ImageClassifier):
+    """Two-hidden-layer perceptron with dropout (Srivastava et al., JMLR 2014).
+
+    flatten -> dense ``num_hiddens_1`` -> relu -> dropout ``dropout_1`` -> dense ``num_hiddens_2``
+    -> relu -> dropout ``dropout_2`` -> dense ``num_classes``; Xavier-uniform weights.
+
+    Args:
+        lr: SGD learning rate, ``> 0``.
+        momentum: SGD momentum, in ``[0, 1)``.
+        weight_decay: L2 penalty, ``>= 0``.
+        num_classes: number of classes, ``>= 2``.
+        num_inputs: pixels per image (784 for 28x28), ``>= 1``.
+        num_hiddens_1: width of the first hidden layer, ``>= 1``.
+        num_hiddens_2: width of the second hidden layer, ``>= 1``.
+        dropout_1: drop probability after the first hidden layer, in ``[0, 1)``.
+        dropout_2: drop probability after the second hidden layer, in ``[0, 1)``.
+
+    Example::
+
+        >>> DropoutMLP(num_hiddens_1=64, dropout_2=0.2)(torch.zeros(4, 1, 28, 28)).shape
+        torch.Size([4, 10])
+    """
+
+    def __init__(
+        self,
+        lr: float = 0.1,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        num_classes: int = 10,
+        num_inputs: int = 784,
+        num_hiddens_1: int = 256,
+        num_hiddens_2: int = 256,
+        dropout_1: float = 0.5,
+        dropout_2: float = 0.5,
+    ) -> None:
+        super().__init__(lr, momentum, weight_decay, num_classes)
+        num_inputs = _check_int("model.num_inputs", num_inputs, minimum=1)
+        num_hiddens_1 = _check_int("model.num_hiddens_1", num_hiddens_1, minimum=1)
+        num_hiddens_2 = _check_int("model.num_hiddens_2", num_hiddens_2, minimum=1)
+        dropout_1 = _check_float("model.dropout_1", dropout_1, low=0.0, high=1.0)
+        dropout_2 = _check_float("model.dropout_2", dropout_2, low=0.0, high=1.0)
+        self.save_hyperparameters()
+        self.net = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(num_inputs, num_hiddens_1), nn.ReLU(), nn.Dropout(dropout_1),
+            nn.Linear(num_hiddens_1, num_hiddens_2), nn.ReLU(), nn.Dropout(dropout_2),
+            nn.Linear(num_hiddens_2, num_classes),
+        )  # fmt: skip
+        self.net.apply(_xavier_init)
+
+
+#: Registry of model names accepted by ``model.name`` in a config.
+MODELS: dict[str, type[LightningModule]] = {"lenet": LeNet, "dropout_mlp": DropoutMLP}
+
+
+def build_model(name: str, **hparams: Any) -> LightningModule:
+    """Build a model from a registry name or a ``"package.module:Class"`` path.
+
+    Args:
+        name: a key of :data:`MODELS` or an import path to a ``LightningModule`` subclass.
+        **hparams: constructor arguments (``lr``, ``momentum``, ...); unknown keys are refused
+            unless the class takes ``**kwargs``.
+
+    Returns:
+        The constructed module.
+
+    Raises:
+        ConfigError: ``model.name`` for an unknown or unimportable name, ``model.<key>`` for an
+            unknown hyperparameter or a bad value.
+
+    Example::
+
+        >>> build_model("lightning_hpo.models:DropoutMLP", dropout_1=0.2).hparams.dropout_1
+        0.2
+    """
+    model = _build("model", name, MODELS, LightningModule, hparams)
+    log.debug("built model %s with %s", name, hparams)
+    return model
+
+
+def model_class(name: str) -> type[LightningModule]:
+    """The class a registry name or ``"package.module:Class"`` path stands for, not built.
+
+    Raises:
+        ConfigError: ``model.name`` for an unknown or unimportable name.
+
+    Example::
+
+        >>> model_class("lenet").LOGGED_METRICS
+        ('train_loss', 'validation_loss', 'validation_error')
+    """
+    return _resolve_class("model", name, MODELS, LightningModule)
+
+
+def model_hyperparameters(name: str) -> dict[str, Any]:
+    """Constructor arguments of a model and their defaults (``inspect.Parameter.empty`` if none).
+
+    Args:
+        name: a key of :data:`MODELS` or a ``"package.module:Class"`` path.
+
+    Raises:
+        ConfigError: ``model.name`` for an unknown or unimportable name.
+
+    Example::
+
+        >>> model_hyperparameters("lenet")["activation"]
+        'relu'
+    """
+    return _defaults(model_class(name))
+

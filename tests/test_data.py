@@ -1,0 +1,325 @@
+"""Data modules: digits preparation and split, Fashion-MNIST through real torchvision parsing."""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import lightning.pytorch as pl
+import numpy as np
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+from lightning_hpo.data import (
+    DATAMODULES,
+    DigitsDataModule,
+    FashionMNISTDataModule,
+    _digits_split,
+    _digits_tensors,
+    build_datamodule,
+    datamodule_class,
+    datamodule_hyperparameters,
+)
+from lightning_hpo.errors import ConfigError
+
+_NUM_DIGITS = 1797
+
+
+def _digits(**kwargs: Any) -> DigitsDataModule:
+    datamodule = DigitsDataModule(**kwargs)
+    datamodule.setup("fit")
+    return datamodule
+
+
+def _labels(dataset: TensorDataset) -> torch.Tensor:
+    return dataset.tensors[1]
+
+
+# --- registry and argument checks ---
+
+
+def test_registry_names() -> None:
+    assert {"digits": DigitsDataModule, "fashion_mnist": FashionMNISTDataModule} == DATAMODULES
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        pytest.param("digits", DigitsDataModule, id="digits"),
+        pytest.param("lightning_hpo.data:DigitsDataModule", DigitsDataModule, id="import-path"),
+    ],
+)
+def test_build_datamodule(name: str, cls: type) -> None:
+    datamodule = build_datamodule(name, batch_size=16)
+    assert type(datamodule) is cls
+    assert datamodule.batch_size == 16
+    assert datamodule.hparams["batch_size"] == 16
+
+
+def test_unknown_datamodule_name() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_datamodule("mnist")
+    assert info.value.field == "data.name"
+    assert "allowed: digits, fashion_mnist, or a 'package.module:Class' path" in str(info.value)
+
+
+def test_model_is_not_a_datamodule() -> None:
+    with pytest.raises(ConfigError, match="not a LightningDataModule subclass"):
+        build_datamodule("lightning_hpo.models:LeNet")
+
+
+def test_unknown_datamodule_argument_lists_allowed() -> None:
+    with pytest.raises(ConfigError) as info:
+        build_datamodule("digits", root="data")
+    assert info.value.field == "data.root"
+    assert info.value.message.endswith("allowed: batch_size, val_fraction, seed, num_workers")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        pytest.param({"batch_size": 0}, "data.batch_size", id="batch-0"),
+        pytest.param({"batch_size": 32.0}, "data.batch_size", id="batch-float"),
+        pytest.param({"batch_size": "64"}, "data.batch_size", id="batch-string"),
+        pytest.param({"num_workers": -1}, "data.num_workers", id="workers-negative"),
+        pytest.param({"val_fraction": 0.0}, "data.val_fraction", id="val-0"),
+        pytest.param({"val_fraction": 1.0}, "data.val_fraction", id="val-1"),
+        pytest.param({"val_fraction": 0.001}, "data.val_fraction", id="val-too-small"),
+        pytest.param({"seed": -1}, "data.seed", id="seed-negative"),
+    ],
+)
+def test_bad_digits_argument_names_the_field(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        _digits(**kwargs)
+    assert info.value.field == field
+
+
+def test_datamodule_class() -> None:
+    assert datamodule_class("fashion_mnist") is FashionMNISTDataModule
+    assert datamodule_class("lightning_hpo.data:DigitsDataModule") is DigitsDataModule
+    with pytest.raises(ConfigError, match="^data.name: unknown data module 'x'"):
+        datamodule_class("x")
+
+
+def test_datamodule_hyperparameters() -> None:
+    assert datamodule_hyperparameters("digits") == {
+        "batch_size": 64,
+        "val_fraction": 0.2,
+        "seed": 0,
+        "num_workers": 0,
+    }
+    assert datamodule_hyperparameters("fashion_mnist") == {
+        "root": "data",
+        "batch_size": 64,
+        "download": False,
+        "num_workers": 0,
+    }
+
+
+# --- digits ---
+
+
+def test_digits_batches_are_28x28_normalised_images() -> None:
+    datamodule = _digits(batch_size=32)
+    images, labels = next(iter(datamodule.train_dataloader()))
+    assert images.shape == (32, 1, 28, 28)
+    assert images.dtype == torch.float32
+    assert labels.shape == (32,)
+    assert labels.dtype == torch.int64
+
+
+def test_digits_value_range() -> None:
+    datamodule = _digits()
+    images = torch.cat([datamodule.train_set.tensors[0], datamodule.val_set.tensors[0]])
+    labels = torch.cat([_labels(datamodule.train_set), _labels(datamodule.val_set)])
+    assert torch.isfinite(images).all()
+    # Normalised over the whole set.
+    assert float(images.mean()) == pytest.approx(0.0, abs=1e-4)
+    assert float(images.std()) == pytest.approx(1.0, abs=1e-4)
+    # Blank background (the top-left pixel is 0 in every 8x8 digit) is the darkest value:
+    # scaling and resizing kept 0 as the minimum and added no undershoot.
+    assert torch.all(images[:, 0, 0, 0] == images.min())
+    assert int(labels.min()) == 0
+    assert int(labels.max()) == 9
+
+
+@pytest.mark.parametrize(
+    ("val_fraction", "n_train", "n_val"),
+    [
+        pytest.param(0.2, 1437, 360, id="default-0.2"),
+        pytest.param(0.5, 898, 899, id="half"),
+        pytest.param(0.1, 1617, 180, id="tenth"),
+    ],
+)
+def test_digits_split_sizes(val_fraction: float, n_train: int, n_val: int) -> None:
+    datamodule = _digits(val_fraction=val_fraction)
+    assert (len(datamodule.train_set), len(datamodule.val_set)) == (n_train, n_val)
+    assert n_train + n_val == _NUM_DIGITS
+
+
+def test_digits_split_is_stratified() -> None:
+    datamodule = _digits(val_fraction=0.2)
+    train = Counter(_labels(datamodule.train_set).tolist())
+    val = Counter(_labels(datamodule.val_set).tolist())
+    assert set(train) == set(val) == set(range(10))
+    for label in range(10):
+        total = train[label] + val[label]
+        assert abs(val[label] - 0.2 * total) <= 1, (label, train[label], val[label])
+
+
+def test_digits_split_is_a_partition() -> None:
+    datamodule = _digits()
+    split = torch.cat([datamodule.train_set.tensors[0], datamodule.val_set.tensors[0]])
+    everything, _ = _digits_tensors()
+    # Same multiset of images: every digit lands in exactly one of the two sets.
+    split_sums, _ = torch.sort(split.flatten(1).sum(dim=1))
+    all_sums, _ = torch.sort(everything.flatten(1).sum(dim=1))
+    torch.testing.assert_close(split_sums, all_sums)
+
+
+def test_digits_split_same_seed_same_split() -> None:
+    # __wrapped__ bypasses the per-process cache: the split itself is recomputed.
+    first = _digits_split.__wrapped__(0.2, 7)
+    second = _digits_split.__wrapped__(0.2, 7)
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a.tensors[0], b.tensors[0])
+        assert torch.equal(a.tensors[1], b.tensors[1])
+
+
+def test_digits_split_different_seed_different_split() -> None:
+    seed_0 = _digits(seed=0).val_set
+    seed_1 = _digits(seed=1).val_set
+    assert not torch.equal(seed_0.tensors[0], seed_1.tensors[0])
+    # ... but the same class proportions.
+    assert Counter(_labels(seed_0).tolist()) == Counter(_labels(seed_1).tolist())
+
+
+def test_digits_prepared_once_per_process() -> None:
+    first, second = _digits(batch_size=8), _digits(batch_size=256)
+    assert first.train_set is second.train_set  # cached, not rebuilt
+
+
+def test_train_loader_shuffles_and_val_loader_does_not() -> None:
+    datamodule = _digits(batch_size=64)
+    torch.manual_seed(0)
+    train_a = torch.cat([y for _, y in datamodule.train_dataloader()])
+    train_b = torch.cat([y for _, y in datamodule.train_dataloader()])
+    assert not torch.equal(train_a, train_b)
+    val_a = torch.cat([y for _, y in datamodule.val_dataloader()])
+    val_b = torch.cat([y for _, y in datamodule.val_dataloader()])
+    assert torch.equal(val_a, val_b)
+    assert torch.equal(val_a, _labels(datamodule.val_set))
+    assert len(datamodule.train_dataloader()) == 23  # ceil(1437 / 64)
+
+
+def test_loader_before_setup_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="setup"):
+        DigitsDataModule().train_dataloader()
+
+
+def test_no_pin_memory_on_cpu_trainer() -> None:
+    datamodule = _digits()
+    datamodule.trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False)
+    assert datamodule.train_dataloader().pin_memory is False
+    assert datamodule.val_dataloader().pin_memory is False
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_pin_memory_on_cuda_trainer() -> None:
+    datamodule = _digits()
+    datamodule.trainer = pl.Trainer(accelerator="cuda", devices=1, logger=False)
+    assert datamodule.train_dataloader().pin_memory is True
+
+
+@pytest.mark.parametrize(
+    ("num_workers", "persistent"),
+    [pytest.param(0, False, id="in-process"), pytest.param(2, True, id="workers")],
+)
+def test_persistent_workers_only_with_workers(num_workers: int, persistent: bool) -> None:
+    loader = _digits(num_workers=num_workers).train_dataloader()
+    assert loader.num_workers == num_workers
+    assert loader.persistent_workers is persistent
+
+
+# --- Fashion-MNIST (tiny real IDX files, parsed by torchvision) ---
+
+_FASHION_FILES = {
+    True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+def _write_idx(raw: Path, train: bool, images: np.ndarray, labels: np.ndarray) -> None:
+    image_file, label_file = _FASHION_FILES[train]
+    n, rows, cols = images.shape
+    # IDX: big-endian magic (2051 images, 2049 labels), dimensions, then uint8 data.
+    (raw / image_file).write_bytes(struct.pack(">IIII", 2051, n, rows, cols) + images.tobytes())
+    (raw / label_file).write_bytes(struct.pack(">II", 2049, n) + labels.tobytes())
+
+
+@pytest.fixture
+def fashion_root(tmp_path: Path) -> tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]]:
+    """A root holding 20 train / 10 test random images in torchvision's layout."""
+    raw = tmp_path / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    data = {}
+    for train, n in ((True, 20), (False, 10)):
+        images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+        _write_idx(raw, train, images, labels)
+        data[train] = (images, labels)
+    return tmp_path, data
+
+
+def test_fashion_mnist_reads_idx_files(
+    fashion_root: tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]],
+) -> None:
+    root, data = fashion_root
+    datamodule = build_datamodule("fashion_mnist", root=str(root), batch_size=4)
+    datamodule.setup("fit")
+    assert (len(datamodule.train_set), len(datamodule.val_set)) == (20, 10)
+
+    images, labels = next(iter(datamodule.train_dataloader()))
+    assert images.shape == (4, 1, 28, 28)
+    assert images.dtype == torch.float32
+    assert labels.dtype == torch.int64
+
+    # Validation = the test split, in file order, ToTensor + Normalize((0.2860,), (0.3530,)).
+    test_images, test_labels = data[False]
+    images, labels = next(iter(datamodule.val_dataloader()))
+    expected = (torch.from_numpy(test_images[:4]).float() / 255.0 - 0.2860) / 0.3530
+    torch.testing.assert_close(images[:, 0], expected)
+    assert labels.tolist() == test_labels[:4].tolist()
+
+
+@pytest.mark.parametrize(
+    "missing",
+    [
+        pytest.param(None, id="empty-root"),
+        pytest.param("t10k-labels-idx1-ubyte", id="one-file-missing"),
+    ],
+)
+def test_fashion_mnist_missing_files_name_the_root(
+    fashion_root: tuple[Path, Any], tmp_path: Path, missing: str | None
+) -> None:
+    if missing is None:
+        root = tmp_path / "empty"
+    else:
+        root = fashion_root[0]
+        (root / "FashionMNIST" / "raw" / missing).unlink()
+    with pytest.raises(ConfigError) as info:
+        FashionMNISTDataModule(root=str(root))
+    assert info.value.field == "data.root"
+    assert info.value.message.startswith(f"no Fashion-MNIST files under '{root}'")
+    assert f"{root}/FashionMNIST/raw/train-images-idx3-ubyte" in info.value.message
+    assert "data.download: true" in info.value.message
+
+
+def test_fashion_mnist_download_must_be_bool(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        FashionMNISTDataModule(root=str(tmp_path), download="yes")  # type: ignore[arg-type]
+    assert info.value.field == "data.download"
