@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CONFIG_ENV", "WORKER_ENV", "EventWriter", "WorkerSpec"]
+__all__ = ["CONFIG_ENV", "TRIAL_LIMIT", "WORKER_ENV", "EventWriter", "WorkerSpec"]
 
 #: The validated config's raw mapping, as JSON (environment, so passwords stay out of ``ps``).
 CONFIG_ENV = "LIGHTNING_HPO_CONFIG"
 #: The worker's :class:`WorkerSpec`, as JSON.
 WORKER_ENV = "LIGHTNING_HPO_WORKER"
+#: The exit reason of a worker that ran its ``max_trials``; the supervisor starts a fresh one.
+TRIAL_LIMIT = "trial limit reached"
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class WorkerSpec:
     events_fd: int
     deadline: float | None  # unix seconds; no trial is claimed after it
     generation: int = 0  # restarts of this slot so far (varies the sampler's seed)
+    max_trials: int | None = None  # leave after this many trials (the benchmark's baseline)
 
     @property
     def device_label(self) -> str:

@@ -35,7 +35,7 @@ from optuna.trial import TrialState
 
 from lightning_hpo.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process
-from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, WorkerSpec
+from lightning_hpo.launch.protocol import CONFIG_ENV, TRIAL_LIMIT, WORKER_ENV, WorkerSpec
 from lightning_hpo.launch.study import ATTR, end_trial
 
 __all__ = ["Supervisor", "TrialRow"]
@@ -88,6 +88,9 @@ class Supervisor:
         kind: ``"gpu"`` or ``"cpu"``.
         n_cores: CPU cores to divide among the worker processes.
         on_change: called with the supervisor after every batch of events (the live display).
+        trials_per_process: start a fresh worker process after this many trials (None: keep
+            each worker for the whole study; 1 is the one-process-per-trial baseline that
+            ``benchmarks/bench_launch.py`` measures against).
     """
 
     def __init__(
@@ -98,6 +101,7 @@ class Supervisor:
         kind: str,
         n_cores: int,
         on_change: Callable[[Supervisor], None] | None = None,
+        trials_per_process: int | None = None,
     ) -> None:
         self.cfg = cfg
         self.study = study
@@ -118,6 +122,7 @@ class Supervisor:
         self._slot_last_end: dict[int, float] = {}
         self._failed = 0
         self._log_dir = cfg.study_dir / "workers"
+        self._trials_per_process = trials_per_process
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> str:
@@ -152,7 +157,7 @@ class Supervisor:
         spec = WorkerSpec(
             slot=slot.index, devices=slot.devices, kind=self.kind, threads=self._threads,
             launcher_pid=os.getpid(), events_fd=spec_write, deadline=self.deadline,
-            generation=generation,
+            generation=generation, max_trials=self._trials_per_process,
         )
         env = dict(os.environ)
         env[CONFIG_ENV] = json.dumps(self.cfg.raw)
@@ -249,6 +254,8 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)  # its DDP ranks, if any
             if code == 0 and worker.trial is None:
+                if worker.exit_reason == TRIAL_LIMIT and self.stop_reason is None:
+                    self._start(worker.slot, worker.generation + 1)
                 continue
             how = (f"was killed by {signal.Signals(-code).name}" if code < 0
                    else f"exited with code {code}")

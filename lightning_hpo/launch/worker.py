@@ -35,14 +35,19 @@ from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import _FollowerStudy, _LeaderChannel, _LeaderTrial, is_follower
-from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, EventWriter, WorkerSpec
+from lightning_hpo.launch.protocol import (
+    CONFIG_ENV,
+    TRIAL_LIMIT,
+    WORKER_ENV,
+    EventWriter,
+    WorkerSpec,
+)
 from lightning_hpo.launch.study import ATTR, claim_trial, end_trial, open_study
 from lightning_hpo.models import build_model
 from lightning_hpo.space import suggest
 from lightning_hpo.storage import open_storage
 
 _logger = logging.getLogger(__name__)
-
 
 class _Stop:
     """Why the worker should stop claiming (and interrupt the trial it trains)."""
@@ -147,8 +152,11 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
     )
     channel = _LeaderChannel() if len(spec.devices) > 1 else None
     events.emit("ready", slot=spec.slot, pid=os.getpid())
+    trials_run = 0
     try:
         while True:
+            if spec.max_trials is not None and trials_run >= spec.max_trials:
+                return TRIAL_LIMIT
             if _Stop.reason is not None:
                 return _Stop.reason
             if os.getppid() != spec.launcher_pid:
@@ -193,6 +201,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 reason = "unknown"
             end_trial(study, trial.number, state, value=value, reason=reason)
             events.emit("end", trial=trial.number, state=state.name, value=value, reason=reason)
+            trials_run += 1
     finally:
         if channel is not None:
             try:

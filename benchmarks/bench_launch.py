@@ -1,0 +1,74 @@
+"""Idle gap between two trials on one worker: long-lived workers vs one process per trial.
+
+Both runs use the launcher's own supervisor and worker on the same study config (LeNet on
+digits, 1 epoch of a few batches per trial, no pruning, one CPU slot); the only difference is
+that the baseline starts a fresh worker process for every trial (``trials_per_process=1``), as a
+design that launches ``python train.py`` per trial would. The gap is measured from the moment a
+trial has been told to the study to the moment the next trial's ``fit`` starts on the same slot.
+
+    python benchmarks/bench_launch.py            # 8 trials each
+    python benchmarks/bench_launch.py --trials 12
+
+Targets: median gap < 0.2 s, and at least 10x smaller than the baseline's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import optuna
+
+from lightning_hpo.config import parse_config
+from lightning_hpo.launch.devices import plan_slots
+from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.supervisor import Supervisor
+from lightning_hpo.storage import open_storage
+
+
+def _run(root: Path, name: str, trials: int, per_process: int | None) -> tuple[list[float], float]:
+    cfg = parse_config({
+        "study": name, "storage": str(root / f"{name}.journal"), "run_dir": str(root),
+        "model": {"name": "lenet"}, "data": {"name": "digits"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}, "batch_size": {"randint": [32, 128]}},
+        "sampler": {"name": "random", "seed": 0}, "pruner": "none",
+        "trainer": {"max_epochs": 1, "limit_train_batches": 4, "limit_val_batches": 2},
+        "devices": {"accelerator": "cpu", "count": 1}, "stop": {"n_trials": trials},
+    })
+    study, _ = open_study(cfg, open_storage(cfg.storage))
+    sup = Supervisor(cfg, study, plan_slots(1), "cpu", n_cores=1, trials_per_process=per_process)
+    start = time.perf_counter()
+    sup.run()
+    wall = time.perf_counter() - start
+    done = sum(t.state.is_finished() for t in study.get_trials(deepcopy=False))
+    if done != trials:
+        raise SystemExit(f"{name}: only {done}/{trials} trials finished")
+    return sup.gaps, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=8, help="trials per run (default 8)")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with tempfile.TemporaryDirectory() as tmp:
+        ours, ours_wall = _run(Path(tmp), "long-lived", args.trials, None)
+        base, base_wall = _run(Path(tmp), "fresh-process", args.trials, 1)
+    med_ours, med_base = statistics.median(ours), statistics.median(base)
+    print(f"{'design':<34} {'gaps':>4} {'median s':>9} {'max s':>7} {'wall s':>7}")
+    print(f"{'long-lived worker (lightning_hpo)':<34} {len(ours):>4} {med_ours:>9.3f} "
+          f"{max(ours):>7.3f} {ours_wall:>7.1f}")
+    print(f"{'fresh process per trial':<34} {len(base):>4} {med_base:>9.3f} "
+          f"{max(base):>7.3f} {base_wall:>7.1f}")
+    ratio = med_base / med_ours
+    print(f"baseline/ours median gap: {ratio:.1f}x")
+    print(f"target median gap < 0.2 s: {'PASS' if med_ours < 0.2 else 'MISS'} ({med_ours:.3f} s)")
+    print(f"target >= 10x smaller than baseline: {'PASS' if ratio >= 10 else 'MISS'} "
+          f"({ratio:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()
