@@ -141,6 +141,21 @@ class Config:
 # ------------------------------------------------------------------------------------------
 # Reading YAML and applying --set overrides.
 # ------------------------------------------------------------------------------------------
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a config file with YAML's safe loader (no Python object tags)."""
     try:
@@ -148,7 +163,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except OSError as error:
         raise ConfigError("config", f"cannot read {path}: {error.strerror or error}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = _yaml(text)
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -176,7 +191,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         if not sep or not key or any(not part for part in key.split(".")):
             raise ConfigError("--set", f"'{item}' must look like key.sub=value")
         try:
-            value = yaml.safe_load(text) if text.strip() else None
+            value = _yaml(text) if text.strip() else None
         except yaml.YAMLError:
             raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
         node: dict[str, Any] = out

@@ -170,3 +170,13 @@ def test_read_yaml_is_safe_and_says_where(tmp_path: Path, text: str, words: str)
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="^config: cannot read"):
         read_yaml(tmp_path / "nope.yaml")
+
+
+def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "study: t\nmodel: {name: lenet}\nspace: {lr: {loguniform: [1e-3, 1e-1]}}\n"
+        "pruner: {name: asha, max_resource: 3}\nstop: {n_trials: 2}\n"
+    )
+    cfg = load_config(path, ["space.momentum={uniform: [0, 9e-1]}"])
+    assert cfg.space["lr"].low == 0.001 and cfg.space["momentum"].high == 0.9

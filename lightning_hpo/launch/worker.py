@@ -112,7 +112,7 @@ def train(
     L.seed_everything(seed, workers=True, verbose=False)
     model = build_model(cfg.model, **model_kwargs)
     data = build_datamodule(cfg.data, **data_kwargs)
-    trial_dir = cfg.study_dir / f"trial_{trial.number:05d}"
+    trial_dir = cfg.study_dir.resolve() / f"trial_{trial.number:05d}"
     pruning = PruningCallback(trial, monitor=cfg.metric)
     checkpoint = ModelCheckpoint(
         dirpath=trial_dir, filename="best", monitor=cfg.metric,

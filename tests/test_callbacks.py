@@ -1,0 +1,170 @@
+"""PruningCallback with a real Trainer: what it reports, when it stops, what it records,
+and DDP with the same trial on every rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from lightning_hpo import DigitsDataModule, LeNet, PruningCallback
+from lightning_hpo.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class PruneAt(optuna.pruners.BasePruner):
+    """A deterministic pruner double: prunes once a trial reports ``step``; records its calls."""
+
+    def __init__(self, step: int | None) -> None:
+        self.step = step
+        self.calls: list[int | None] = []
+
+    def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
+        self.calls.append(trial.last_step)
+        last = trial.last_step
+        return self.step is not None and last is not None and last >= self.step
+
+
+def _fit(trial: Any, epochs: int, monitor: str = "validation_error", **trainer: Any) -> Any:
+    L.seed_everything(0, verbose=False)
+    callback = PruningCallback(trial, monitor=monitor)
+    kwargs: dict[str, Any] = dict(
+        accelerator="cpu", devices=1, max_epochs=epochs, limit_train_batches=3,
+        limit_val_batches=2, logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, callbacks=[callback],
+    )
+    kwargs.update(trainer)
+    fitter = L.Trainer(**kwargs)
+    fitter.fit(LeNet(lr=0.1), datamodule=DigitsDataModule(batch_size=32))
+    return callback, fitter
+
+
+def test_reports_every_epoch_and_completes(storage: Any, direction: str) -> None:
+    pruner = PruneAt(None)
+    study = optuna.create_study(storage=storage, direction=direction, pruner=pruner)
+    trial = study.ask()
+    callback, fitter = _fit(trial, epochs=3, num_sanity_val_steps=2)
+    callback.raise_if_pruned()
+    study.tell(trial, fitter.callback_metrics["validation_error"].item())
+    frozen = study.trials[0]
+    assert frozen.state == TrialState.COMPLETE
+    assert sorted(frozen.intermediate_values) == [1, 2, 3]  # steps are epochs, from 1
+    assert pruner.calls == [1, 2, 3]  # the sanity check is not reported
+    assert frozen.intermediate_values[3] == pytest.approx(frozen.value)
+    assert "pruned_at_epoch" not in frozen.user_attrs
+
+
+def test_stops_on_the_pruners_word_and_records_the_epoch(storage: Any, direction: str) -> None:
+    study = optuna.create_study(storage=storage, direction=direction, pruner=PruneAt(2))
+    trial = study.ask()
+    callback, fitter = _fit(trial, epochs=6)
+    assert fitter.current_epoch == 2 and callback.pruned_at_epoch == 2  # 2 epochs done
+    with pytest.raises(optuna.TrialPruned, match="pruned at epoch 2"):
+        callback.raise_if_pruned()
+    study.tell(trial, state=TrialState.PRUNED)
+    frozen = study.trials[0]
+    assert frozen.state == TrialState.PRUNED and frozen.user_attrs["pruned_at_epoch"] == 2
+    assert sorted(frozen.intermediate_values) == [1, 2]
+
+
+def test_in_study_optimize_pruned_trials_are_recorded_as_pruned() -> None:
+    study = optuna.create_study(pruner=PruneAt(1))
+
+    def objective(trial: optuna.Trial) -> float:
+        callback, fitter = _fit(trial, epochs=3)
+        callback.raise_if_pruned()
+        return fitter.callback_metrics["validation_error"].item()
+
+    study.optimize(objective, n_trials=2)
+    assert [t.state for t in study.trials] == [TrialState.PRUNED] * 2
+
+
+def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
+    trial = optuna.create_study().ask()
+    with pytest.raises(ConfigError) as info:
+        _fit(trial, epochs=1, monitor="val_acc")
+    message = str(info.value)
+    assert message.startswith("monitor: 'val_acc' is not logged")
+    for name in ("train_loss", "validation_error", "validation_loss"):
+        assert name in message
+
+
+def test_reused_callback_resets_between_fits() -> None:
+    study = optuna.create_study(pruner=PruneAt(1))
+    callback, _ = _fit(study.ask(), epochs=2)
+    assert callback.pruned
+    fitter = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=1, limit_val_batches=1,
+                       logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                       enable_model_summary=False, callbacks=[callback])
+    callback.trial = optuna.create_study(pruner=PruneAt(None)).ask()
+    fitter.fit(LeNet(), datamodule=DigitsDataModule(batch_size=32))
+    assert not callback.pruned
+
+
+def _run(
+    script: list[str], tmp_path: Path, timeout: float = 420
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, *script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=timeout, start_new_session=True)
+
+
+@pytest.mark.slow
+def test_ddp_example_trains_each_trial_on_both_ranks(tmp_path: Path) -> None:
+    """examples/ddp_objective.py as a real 2-process job: N trials, both ranks train each one
+    with the same params (a layer width among them), and pruned trials stop at the same epoch."""
+    n_trials, storage = 4, f"sqlite:///{tmp_path / 'ddp.db'}"
+    result = _run([str(ROOT / "examples" / "ddp_objective.py"), "--storage", storage,
+                   "--n-trials", str(n_trials), "--max-epochs", "4",
+                   "--record-dir", str(tmp_path / "ranks")], tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    study = optuna.load_study(study_name="ddp-objective", storage=storage)
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == n_trials
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    rows = {rank: [json.loads(line) for line in
+                   (tmp_path / "ranks" / f"rank{rank}.jsonl").read_text().splitlines()]
+            for rank in (0, 1)}
+    assert [r["trial"] for r in rows[0]] == [r["trial"] for r in rows[1]] == list(range(n_trials))
+    for trial, zero, one in zip(trials, rows[0], rows[1], strict=True):
+        assert zero["params"] == one["params"] == trial.params
+        assert zero["epochs"] == one["epochs"]
+        assert zero["pruned_at_epoch"] == one["pruned_at_epoch"]
+        if trial.state == TrialState.PRUNED:
+            assert trial.user_attrs["pruned_at_epoch"] == zero["pruned_at_epoch"] == zero["epochs"]
+            assert max(trial.intermediate_values) == zero["epochs"]
+    assert sum(t.state == TrialState.PRUNED for t in trials) >= 1
+    assert len({t.params["num_hiddens_1"] for t in trials}) >= 2
+
+
+@pytest.mark.slow
+def test_plain_optuna_study_under_ddp_is_refused_not_silently_wrong(tmp_path: Path) -> None:
+    """The failure optuna-integration has: each rank asks its own trial. We stop it loudly."""
+    script = tmp_path / "plain.py"
+    script.write_text(
+        "import lightning as L, optuna\n"
+        "from lightning_hpo import DigitsDataModule, LeNet, PruningCallback\n"
+        f"study = optuna.create_study(storage='sqlite:///{tmp_path}/p.db', study_name='p',"
+        " load_if_exists=True)\n"
+        "def objective(trial):\n"
+        "    model = LeNet(lr=trial.suggest_float('lr', 1e-3, 1.0, log=True))\n"
+        "    cb = PruningCallback(trial)\n"
+        "    L.Trainer(accelerator='cpu', devices=2, strategy='ddp', max_epochs=1,"
+        " limit_train_batches=2, limit_val_batches=1, logger=False, enable_checkpointing=False,"
+        " enable_progress_bar=False, callbacks=[cb]).fit(model,"
+        " datamodule=DigitsDataModule(batch_size=32))\n"
+        "    return 0.0\n"
+        "study.optimize(objective, n_trials=1)\n"
+    )
+    result = _run([str(script)], tmp_path, timeout=300)
+    assert result.returncode != 0
+    assert "lightning_hpo.create_study" in result.stdout + result.stderr
