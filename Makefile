@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/train_lenet.py
+	$(PY) -m lightning_hpo.launch
 
 test: $(STAMP)
 	bash scripts/ensure_postgres.sh
