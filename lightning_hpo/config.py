@@ -410,36 +410,53 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     )
 
 
-def check_against_registry(cfg: Config) -> None:
-    """Check the model, data, hyperparameter names and metric against the real classes.
+def _range_end(dist: Any, end: int) -> Any:
+    """The low (``end=0``) or high (``end=-1``) value of a distribution; constants as they are."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-    Imports torch and Lightning (a few seconds); run it once in the launcher, before anything is
-    written to the storage.
+    if isinstance(dist, CategoricalDistribution):
+        return dist.choices[end]
+    if isinstance(dist, FloatDistribution | IntDistribution):
+        return (dist.low, dist.high)[end]
+    return dist
+
+
+def check_against_registry(cfg: Config) -> None:
+    """Check the model, data, hyperparameter names, values and metric against the real classes.
+
+    Builds the model and the data module once at the low end and once at the high end of every
+    range, so a fixed argument or a range the class refuses (``dropout_1: {uniform: [0, 1.5]}``)
+    is reported before anything runs. Imports torch and Lightning (a few seconds); the launcher
+    calls it once, before anything is written to the storage.
+
+    Raises:
+        ConfigError: naming ``model.*``, ``data.*``, ``space.*`` or ``metric``.
     """
-    from lightning_hpo.data import datamodule_hyperparameters
-    from lightning_hpo.models import model_class, model_hyperparameters
+    from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
+    from lightning_hpo.models import build_model, model_class, model_hyperparameters
 
     model_params = model_hyperparameters(cfg.model)
     data_params = datamodule_hyperparameters(cfg.data)
-    for key in cfg.model_args:
-        if key not in model_params:
-            raise ConfigError(
-                f"model.{key}", f"is not an argument of {cfg.model}; allowed: "
-                f"{', '.join(sorted(model_params))}"
-            )
-    for key in cfg.data_args:
-        if key not in data_params:
-            raise ConfigError(
-                f"data.{key}", f"is not an argument of {cfg.data}; allowed: "
-                f"{', '.join(sorted(data_params))}"
-            )
     for name in cfg.space:
         if name not in model_params and name not in data_params:
             raise ConfigError(
                 f"space.{name}", f"is not a hyperparameter of model {cfg.model} "
-                f"({', '.join(sorted(model_params))}) or data {cfg.data} "
-                f"({', '.join(sorted(data_params))})"
+                f"({', '.join(model_params)}) or data {cfg.data} ({', '.join(data_params)})"
             )
+    for end, label in ((0, "low"), (-1, "high")):
+        values = {name: _range_end(dist, end) for name, dist in cfg.space.items()}
+        try:
+            build_model(cfg.model, **cfg.model_args,
+                        **{k: v for k, v in values.items() if k not in data_params})
+            build_datamodule(cfg.data, **cfg.data_args,
+                             **{k: v for k, v in values.items() if k in data_params})
+        except ConfigError as error:
+            key = error.field.partition(".")[2]
+            if key in cfg.space:
+                raise ConfigError(
+                    f"space.{key}", f"the {label} end {values[key]!r} is refused: {error.message}"
+                ) from None
+            raise
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
     if logged is not None and cfg.metric not in logged:
         raise ConfigError(

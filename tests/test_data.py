@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -245,35 +244,6 @@ def test_persistent_workers_only_with_workers(num_workers: int, persistent: bool
 
 
 # --- Fashion-MNIST (tiny real IDX files, parsed by torchvision) ---
-
-_FASHION_FILES = {
-    True: ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
-    False: ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
-}
-
-
-def _write_idx(raw: Path, train: bool, images: np.ndarray, labels: np.ndarray) -> None:
-    image_file, label_file = _FASHION_FILES[train]
-    n, rows, cols = images.shape
-    # IDX: big-endian magic (2051 images, 2049 labels), dimensions, then uint8 data.
-    (raw / image_file).write_bytes(struct.pack(">IIII", 2051, n, rows, cols) + images.tobytes())
-    (raw / label_file).write_bytes(struct.pack(">II", 2049, n) + labels.tobytes())
-
-
-@pytest.fixture
-def fashion_root(tmp_path: Path) -> tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]]:
-    """A root holding 20 train / 10 test random images in torchvision's layout."""
-    raw = tmp_path / "FashionMNIST" / "raw"
-    raw.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    data = {}
-    for train, n in ((True, 20), (False, 10)):
-        images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
-        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-        _write_idx(raw, train, images, labels)
-        data[train] = (images, labels)
-    return tmp_path, data
-
 
 def test_fashion_mnist_reads_idx_files(
     fashion_root: tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]],

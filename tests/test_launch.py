@@ -8,108 +8,44 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pytest
 import yaml
+from _support import (
+    FINISHED,
+    INITIAL,
+    TESTS,
+    config_file,
+    finish,
+    launch,
+    popen,
+    states,
+    study_of,
+    wait_for,
+)
 from optuna.trial import TrialState
 
 from lightning_hpo.config import DEFAULT_CONFIG
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
-TESTS = Path(__file__).parent
 CONFIGS = DEFAULT_CONFIG.parent
-FINISHED = {TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL}
-
-
-def _config(tmp_path: Path, **fields: object) -> Path:
-    """A small study: LeNet on digits, a few batches per epoch, storage and runs in tmp_path."""
-    raw: dict[str, object] = {
-        "study": "t",
-        "storage": str(tmp_path / "t.journal"),
-        "run_dir": str(tmp_path / "runs"),
-        "model": {"name": "lenet"},
-        "space": {"lr": {"loguniform": [0.01, 1.0]}, "batch_size": {"randint": [32, 128]}},
-        "initial": [{"lr": 0.1, "batch_size": 64}],
-        "sampler": {"name": "random", "seed": 0},
-        "pruner": "none",
-        "trainer": {"max_epochs": 2, "limit_train_batches": 4, "limit_val_batches": 2},
-        "devices": {"accelerator": "cpu"},
-        "stop": {"n_trials": 6},
-    }
-    raw.update(fields)
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
-    return env
-
-
-def _launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=_env(),
-        capture_output=True, text=True, timeout=timeout,
-    )
-
-
-def _popen(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-
-
-def _study(storage: str, name: str = "t") -> optuna.Study:
-    return optuna.load_study(study_name=name, storage=open_storage(storage, create=False))
-
-
-def _wait_for(check: Callable[[], object], timeout: float = 240, what: str = "") -> object:
-    limit = time.time() + timeout
-    while time.time() < limit:
-        try:
-            found = check()
-        except (KeyError, ValueError, OSError, optuna.exceptions.OptunaError):
-            found = None
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
-    try:
-        out, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, _ = process.communicate()
-        raise AssertionError(f"launcher did not finish:\n{out[-3000:]}") from None
-    return out
-
-
-def _states(study: optuna.Study) -> Counter[str]:
-    return Counter(t.state.name for t in study.get_trials(deepcopy=False))
 
 
 def test_quickstart_runs_to_its_end(tmp_path: Path) -> None:
     """The default config (what `make demo` runs), unchanged, from an empty folder."""
-    result = _launch(cwd=tmp_path)
+    result = launch(cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     cfg = yaml.safe_load(DEFAULT_CONFIG.read_text())
-    study = _study(str(tmp_path / cfg["storage"]), cfg["study"])
+    study = study_of(str(tmp_path / cfg["storage"]), cfg["study"])
     trials = study.get_trials(deepcopy=False)
     assert len(trials) == cfg["stop"]["n_trials"]
     assert {t.state for t in trials} <= FINISHED
-    states = _states(study)
-    assert states["PRUNED"] > 0 and states["COMPLETE"] > 0, states
+    counts = states(study)
+    assert counts["PRUNED"] > 0 and counts["COMPLETE"] > 0, counts
     assert trials[0].params == cfg["initial"][0]
     best = study.best_trial
     assert best.value < 0.2
@@ -128,11 +64,11 @@ def test_quickstart_runs_to_its_end(tmp_path: Path) -> None:
 
 
 def test_ddp_trials_use_two_processes_each(tmp_path: Path) -> None:
-    config = _config(tmp_path, devices={"accelerator": "cpu", "per_trial": 2},
+    config = config_file(tmp_path, devices={"accelerator": "cpu", "per_trial": 2},
                      stop={"n_trials": 3})
-    result = _launch(str(config), cwd=tmp_path)
+    result = launch(str(config), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    study = _study(str(tmp_path / "t.journal"))
+    study = study_of(str(tmp_path / "t.journal"))
     trials = study.get_trials(deepcopy=False)
     assert len(trials) == 3 and all(t.state == TrialState.COMPLETE for t in trials)
     assert {t.user_attrs["device"] for t in trials} == {"cpu:0,1"}
@@ -140,11 +76,11 @@ def test_ddp_trials_use_two_processes_each(tmp_path: Path) -> None:
 
 
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:
-    config = _config(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+    config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
                      initial=[{"lr": 0.05, "batch_size": 64}], stop={"n_trials": 6})
-    result = _launch(str(config), "--quiet", cwd=tmp_path)
+    result = launch(str(config), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    trials = _study(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
     assert len(trials) == 6
     for trial in trials:
         if trial.params["lr"] > 0.1:
@@ -156,20 +92,20 @@ def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> N
 
 
 def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -> None:
-    config = _config(tmp_path, trainer={"max_epochs": 6}, stop={"n_trials": 6})
+    config = config_file(tmp_path, trainer={"max_epochs": 6}, stop={"n_trials": 6})
     storage = str(tmp_path / "t.journal")
-    process = _popen(str(config), "--quiet", cwd=tmp_path)
+    process = popen(str(config), "--quiet", cwd=tmp_path)
 
     def running_with_pid() -> optuna.trial.FrozenTrial | None:
-        running = _study(storage).get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+        running = study_of(storage).get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         return next((t for t in running if "pid" in t.user_attrs), None)
 
-    victim = _wait_for(running_with_pid, what="a running trial")
+    victim = wait_for(running_with_pid, what="a running trial")
     assert isinstance(victim, optuna.trial.FrozenTrial)
     os.kill(victim.user_attrs["pid"], signal.SIGKILL)
-    out = _finish(process)
+    out = finish(process)
     assert process.returncode == 0, out[-3000:]
-    study = _study(storage)
+    study = study_of(storage)
     trials = study.get_trials(deepcopy=False)
     assert len(trials) == 6 and {t.state for t in trials} <= FINISHED
     killed = trials[victim.number]
@@ -179,57 +115,58 @@ def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -
 
 
 def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> None:
-    config = _config(tmp_path, trainer={"max_epochs": 6}, stop={"n_trials": 6})
+    config = config_file(tmp_path, trainer={"max_epochs": 6}, stop={"n_trials": 6})
     storage = str(tmp_path / "t.journal")
-    process = _popen(str(config), cwd=tmp_path)
-    _wait_for(lambda: _states(_study(storage))["COMPLETE"] >= 1
-              and _states(_study(storage))["RUNNING"] >= 1, what="one done, one running")
+    process = popen(str(config), cwd=tmp_path)
+    wait_for(lambda: states(study_of(storage))["COMPLETE"] >= 1
+              and states(study_of(storage))["RUNNING"] >= 1, what="one done, one running")
     process.send_signal(signal.SIGTERM)
-    out = _finish(process, timeout=120)
+    out = finish(process, timeout=120)
     assert process.returncode == 128 + signal.SIGTERM, out[-3000:]
     assert "stopped: stopped by SIGTERM" in out
-    study = _study(storage)
-    states = _states(study)
-    assert states["RUNNING"] == 0 and states["FAIL"] >= 1 and states["WAITING"] >= 1, states
+    study = study_of(storage)
+    counts = states(study)
+    assert counts["RUNNING"] == 0 and counts["FAIL"] >= 1 and counts["WAITING"] >= 1, counts
     for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
         assert trial.user_attrs["fail_reason"].startswith("interrupted:")
 
-    again = _launch(str(config), cwd=tmp_path)
+    again = launch(str(config), cwd=tmp_path)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "Resuming study 't'" in again.stdout
-    trials = _study(storage).get_trials(deepcopy=False)
+    trials = study_of(storage).get_trials(deepcopy=False)
     assert len(trials) == 6 and {t.state for t in trials} <= FINISHED
-    assert sum(t.params == {"lr": 0.1, "batch_size": 64} for t in trials) == 1
+    assert sum(t.params == INITIAL for t in trials) == 1
 
 
 def test_stale_running_trials_of_a_dead_launcher_end_on_resume(tmp_path: Path) -> None:
-    config = _config(tmp_path, stop={"n_trials": 3})
+    config = config_file(tmp_path, stop={"n_trials": 3})
     storage = str(tmp_path / "t.journal")
-    study = optuna.create_study(study_name="t", storage=open_storage(storage))
+    study = optuna.createstudy_of(study_name="t", storage=open_storage(storage))
     stale = study.ask()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale.set_user_attr("host", socket.gethostname())
     stale.set_user_attr("launcher_pid", dead.pid)
-    result = _launch(str(config), "--quiet", cwd=tmp_path)
+    result = launch(str(config), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    trials = _study(storage).get_trials(deepcopy=False)
+    trials = study_of(storage).get_trials(deepcopy=False)
     assert trials[0].state == TrialState.FAIL
     assert "stopped while the trial ran" in trials[0].user_attrs["fail_reason"]
     assert len(trials) == 3 and {t.state for t in trials} <= FINISHED
 
 
 @pytest.mark.postgres
-def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_url: str) -> None:
-    config = _config(tmp_path, storage=postgres_url, devices={"accelerator": "cpu", "count": 1},
+def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_server: Any) -> None:
+    postgres_url = postgres_server.new_database("launchers")
+    config = config_file(tmp_path, storage=postgres_url, devices={"accelerator": "cpu", "count": 1},
                      stop={"n_trials": 8})
-    first = _popen(str(config), "--quiet", cwd=tmp_path)
-    second = _popen(str(config), "--quiet", cwd=tmp_path)
-    outs = [_finish(first), _finish(second)]
+    first = popen(str(config), "--quiet", cwd=tmp_path)
+    second = popen(str(config), "--quiet", cwd=tmp_path)
+    outs = [finish(first), finish(second)]
     assert first.returncode == 0 and second.returncode == 0, "\n".join(o[-2000:] for o in outs)
-    trials = _study(postgres_url).get_trials(deepcopy=False)
+    trials = study_of(postgres_url).get_trials(deepcopy=False)
     assert len(trials) == 8 and {t.state for t in trials} == {TrialState.COMPLETE}
-    assert sum(t.params == {"lr": 0.1, "batch_size": 64} for t in trials) == 1
+    assert sum(t.params == INITIAL for t in trials) == 1
     assert len({t.user_attrs["launcher_pid"] for t in trials}) == 2
 
 
@@ -252,9 +189,9 @@ BAD_CALLS = [
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(
     tmp_path: Path, args: list[str], expected: str
 ) -> None:
-    config = _config(tmp_path)
+    config = config_file(tmp_path)
     first = [] if args[0] == "nope.yaml" else [str(config)]
-    result = _launch(*first, *args, cwd=tmp_path, timeout=120)
+    result = launch(*first, *args, cwd=tmp_path, timeout=120)
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
@@ -263,13 +200,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(
 
 
 def test_check_validates_without_writing(tmp_path: Path) -> None:
-    result = _launch(str(_config(tmp_path)), "--check", cwd=tmp_path, timeout=120)
+    result = launch(str(config_file(tmp_path)), "--check", cwd=tmp_path, timeout=120)
     assert result.returncode == 0 and "config OK" in result.stdout
     assert not (tmp_path / "t.journal").exists()
 
 
 def test_help_has_an_example() -> None:
-    result = _launch("--help", cwd=TESTS, timeout=60)
+    result = launch("--help", cwd=TESTS, timeout=60)
     assert result.returncode == 0 and "example: python -m lightning_hpo.launch" in result.stdout
 
 

@@ -14,6 +14,7 @@ events as JSON lines to the file descriptor the supervisor passed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -142,6 +143,28 @@ def train(
     if value is None:
         raise RuntimeError(f"metric '{cfg.metric}' was never logged")
     return float(value), checkpoint.best_model_path or None
+
+
+def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> float:
+    """Train trial ``number`` again from its stored params and seed, on one CPU thread.
+
+    The launcher seeds each trial with ``seed + number``, so a finished trial's result can be
+    reproduced from the study alone. Logs and checkpoints go under ``run_dir`` (not the study's,
+    which keeps the original's). Returns the metric after the last epoch.
+
+    Example::
+
+        study = optuna.load_study(study_name=cfg.study, storage=open_storage(cfg.storage))
+        best = study.best_trial
+        assert replay(cfg, best.params, best.number, "/tmp/replay") == best.value
+    """
+    cfg = dataclasses.replace(cfg, run_dir=str(run_dir))
+    torch.set_num_threads(1)
+    spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
+                      events_fd=-1, deadline=None)
+    trial = optuna.trial.FixedTrial(params, number)
+    value, _ = train(trial, cfg, spec, _Progress(cfg, number, EventWriter(-1), spec))
+    return value
 
 
 def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:

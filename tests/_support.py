@@ -1,0 +1,105 @@
+"""Helpers the launcher tests share: a small config, running the CLI, reading the study."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import optuna
+import yaml
+from optuna.trial import TrialState
+
+from lightning_hpo.storage import open_storage
+
+TESTS = Path(__file__).resolve().parent
+FINISHED = {TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL}
+INITIAL = {"lr": 0.1, "batch_size": 64}
+
+
+def config_file(tmp_path: Path, **fields: object) -> Path:
+    """A small study (LeNet on digits, a few batches per epoch) with storage and runs in
+    ``tmp_path``; ``fields`` replace top-level entries."""
+    raw: dict[str, object] = {
+        "study": "t",
+        "storage": str(tmp_path / "t.journal"),
+        "run_dir": str(tmp_path / "runs"),
+        "model": {"name": "lenet"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}, "batch_size": {"randint": [32, 128]}},
+        "initial": [dict(INITIAL)],
+        "sampler": {"name": "random", "seed": 0},
+        "pruner": "none",
+        "trainer": {"max_epochs": 2, "limit_train_batches": 4, "limit_val_batches": 2},
+        "devices": {"accelerator": "cpu"},
+        "stop": {"n_trials": 6},
+    }
+    raw.update(fields)
+    trainer = raw["trainer"]
+    if isinstance(trainer, dict) and raw["pruner"] != "none":
+        trainer.pop("max_epochs", None)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def env() -> dict[str, str]:
+    """The environment for launcher subprocesses: tests/ importable (for test models)."""
+    out = dict(os.environ)
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), out.get("PYTHONPATH")]))
+    return out
+
+
+def launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m lightning_hpo.launch ARGS`` to its end."""
+    return subprocess.run(
+        [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
+        capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def popen(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """Start ``python -m lightning_hpo.launch ARGS`` in its own session."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+
+
+def finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
+    """Wait for a launcher; on time-out kill its whole session and fail with its output."""
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, _ = process.communicate()
+        raise AssertionError(f"launcher did not finish:\n{out[-3000:]}") from None
+    return out
+
+
+def study_of(storage: str, name: str = "t") -> optuna.Study:
+    """Load a study the launcher wrote."""
+    return optuna.load_study(study_name=name, storage=open_storage(storage, create=False))
+
+
+def states(study: optuna.Study) -> Counter[str]:
+    """Trial counts by state name."""
+    return Counter(t.state.name for t in study.get_trials(deepcopy=False))
+
+
+def wait_for(check: Callable[[], object], timeout: float = 240, what: str = "") -> object:
+    """Poll ``check`` until it returns something truthy (storage not there yet counts as no)."""
+    limit = time.time() + timeout
+    while time.time() < limit:
+        try:
+            found = check()
+        except (KeyError, ValueError, OSError, optuna.exceptions.OptunaError):
+            found = None
+        if found:
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -1,0 +1,102 @@
+"""Faults: random SIGKILLs of workers during a 40-trial study, and a killed launcher resumed.
+
+Whatever is killed, every trial ends COMPLETE, PRUNED or FAIL with a reason, none is left
+RUNNING, the count is exact, and the best trial is reproducible from its stored params.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from _support import FINISHED, INITIAL, config_file, finish, popen, study_of
+from optuna.trial import TrialState
+
+from lightning_hpo.config import load_config
+from lightning_hpo.launch.worker import replay
+
+pytestmark = pytest.mark.slow
+
+
+def _running_pids(storage: str) -> list[int]:
+    try:
+        trials = study_of(storage).get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    except (KeyError, ValueError, OSError, optuna.exceptions.OptunaError):
+        return []  # the launcher has not created the study yet
+    return [t.user_attrs["pid"] for t in trials if "pid" in t.user_attrs]
+
+
+def test_forty_trials_survive_ten_random_worker_kills(tmp_path: Path) -> None:
+    n_trials, kills = 40, 10
+    config = config_file(
+        tmp_path, pruner={"name": "asha", "min_resource": 1, "max_resource": 4},
+        trainer={"limit_train_batches": 6, "limit_val_batches": 2}, stop={"n_trials": n_trials},
+    )
+    storage = str(tmp_path / "t.journal")
+    process = popen(str(config), "--quiet", cwd=tmp_path)
+    rng = random.Random(0)
+    killed: set[int] = set()
+    deadline = time.time() + 600
+    while len(killed) < kills and process.poll() is None and time.time() < deadline:
+        pids = [pid for pid in _running_pids(storage) if pid not in killed]
+        if not pids:
+            time.sleep(0.2)
+            continue
+        time.sleep(rng.uniform(0.0, 1.5))  # a random moment of the trial
+        victim = rng.choice(pids)
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        killed.add(victim)
+    out = finish(process, timeout=900)
+    assert process.returncode == 0, out[-3000:]
+    assert len(killed) >= kills, f"only {len(killed)} kills happened"
+    study = study_of(storage)
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == n_trials and [t.number for t in trials] == list(range(n_trials))
+    assert {t.state for t in trials} <= FINISHED
+    failed = [t for t in trials if t.state == TrialState.FAIL]
+    assert all(t.user_attrs.get("fail_reason") for t in failed)
+    by_kill = [t for t in failed if "was killed by SIGKILL" in t.user_attrs["fail_reason"]]
+    assert len(by_kill) >= kills - 1  # a kill may land just as its trial was being told
+    best = study.best_trial
+    cfg = load_config(config)
+    assert replay(cfg, best.params, best.number, str(tmp_path / "replay")) == pytest.approx(
+        best.value, abs=1e-6
+    )
+
+
+def test_a_killed_launcher_resumes_without_losing_or_duplicating(tmp_path: Path) -> None:
+    n_trials = 8
+    config = config_file(tmp_path, trainer={"max_epochs": 4, "limit_train_batches": 8,
+                                            "limit_val_batches": 2}, stop={"n_trials": n_trials})
+    storage = str(tmp_path / "t.journal")
+    process = popen(str(config), "--quiet", cwd=tmp_path)
+    limit = time.time() + 300
+    while time.time() < limit:
+        states = [t.state for t in study_of(storage).get_trials(deepcopy=False)] \
+            if (tmp_path / "t.journal").exists() else []
+        if states.count(TrialState.COMPLETE) >= 2 and TrialState.RUNNING in states:
+            break
+        time.sleep(0.3)
+    os.kill(process.pid, signal.SIGKILL)  # the launcher alone; its workers live on
+    process.communicate(timeout=60)
+    # Its workers notice the launcher is gone, end their trials and leave.
+    limit = time.time() + 120
+    while _running_pids(storage) and time.time() < limit:
+        time.sleep(0.3)
+    again = popen(str(config), "--quiet", cwd=tmp_path)
+    out = finish(again)
+    assert again.returncode == 0, out[-3000:]
+    trials = study_of(storage).get_trials(deepcopy=False)
+    assert len(trials) == n_trials and [t.number for t in trials] == list(range(n_trials))
+    assert {t.state for t in trials} <= FINISHED
+    interrupted = [t for t in trials if t.state == TrialState.FAIL]
+    assert interrupted and all("launcher" in t.user_attrs["fail_reason"] for t in interrupted)
+    assert sum(t.params == INITIAL for t in trials) == 1
