@@ -50,7 +50,7 @@ def _fit(trial: Any, epochs: int, monitor: str = "validation_error", **trainer: 
 
 def test_reports_every_epoch_and_completes(storage: Any, direction: str) -> None:
     pruner = PruneAt(None)
-    study = optuna.create_study(storage=storage, direction=direction, pruner=pruner)
+    study = optuna.create_study(storage=storage.make(), direction=direction, pruner=pruner)
     trial = study.ask()
     callback, fitter = _fit(trial, epochs=3, num_sanity_val_steps=2)
     callback.raise_if_pruned()
@@ -64,7 +64,7 @@ def test_reports_every_epoch_and_completes(storage: Any, direction: str) -> None
 
 
 def test_stops_on_the_pruners_word_and_records_the_epoch(storage: Any, direction: str) -> None:
-    study = optuna.create_study(storage=storage, direction=direction, pruner=PruneAt(2))
+    study = optuna.create_study(storage=storage.make(), direction=direction, pruner=PruneAt(2))
     trial = study.ask()
     callback, fitter = _fit(trial, epochs=6)
     assert fitter.current_epoch == 2 and callback.pruned_at_epoch == 2  # 2 epochs done
@@ -94,8 +94,7 @@ def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
         _fit(trial, epochs=1, monitor="val_acc")
     message = str(info.value)
     assert message.startswith("monitor: 'val_acc' is not logged")
-    for name in ("train_loss", "validation_error", "validation_loss"):
-        assert name in message
+    assert message.endswith("logged metrics: validation_error, validation_loss")
 
 
 def test_reused_callback_resets_between_fits() -> None:
