@@ -63,7 +63,7 @@ PRUNERS = ("asha", "hyperband", "none")
 DIRECTIONS = ("minimize", "maximize")
 ACCELERATORS = ("auto", "cpu", "gpu")
 #: Trainer arguments a config may set (max_epochs comes from the pruner's max_resource).
-TRAINER_KEYS = {
+TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_epochs": int,
     "precision": (str, int),
     "gradient_clip_val": (int, float),

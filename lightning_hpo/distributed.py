@@ -47,7 +47,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import optuna
 from optuna.storages import BaseStorage
@@ -356,9 +356,9 @@ def create_study(
     sampler: optuna.samplers.BaseSampler | None = None,
     pruner: optuna.pruners.BasePruner | None = None,
     study_name: str | None = None,
-    direction: str | StudyDirection | None = None,
+    direction: Literal["minimize", "maximize"] | StudyDirection | None = None,
     load_if_exists: bool = False,
-    directions: Sequence[str | StudyDirection] | None = None,
+    directions: Sequence[Literal["minimize", "maximize"] | StudyDirection] | None = None,
 ) -> DistributedStudy | Any:
     """:func:`optuna.create_study` for objectives that train with ``strategy="ddp"``.
 

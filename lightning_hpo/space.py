@@ -181,7 +181,9 @@ def check_in_space(params: Mapping[str, Any], space: Space, field: str) -> None:
                 raise ConfigError(
                     f"{field}.{name}", f"{value!r} is not one of {list(dist.choices)}"
                 )
-        elif not _is_number(value) or not dist.low <= value <= dist.high:
+            continue
+        assert isinstance(dist, FloatDistribution | IntDistribution)  # what parse_space makes
+        if not _is_number(value) or not dist.low <= value <= dist.high:
             raise ConfigError(
                 f"{field}.{name}", f"{value!r} is outside the range [{dist.low}, {dist.high}]"
             )

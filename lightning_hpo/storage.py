@@ -19,6 +19,7 @@ from pathlib import Path
 
 import optuna
 from optuna.storages import BaseStorage
+from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
 
@@ -68,8 +69,7 @@ def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
             path.parent.mkdir(parents=True, exist_ok=True)
         elif not path.exists():
             raise FileNotFoundError(f"no journal file at {spec}")
-        backend = optuna.storages.journal.JournalFileBackend(str(path))
-        return optuna.storages.JournalStorage(backend)
+        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
     except ConfigError:
         raise
     except Exception as error:  # driver errors vary: report them in one masked line

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Literal
 
 from rich.console import Console
 
@@ -87,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     done = len(study.get_trials(deepcopy=False)) - len(
         [t for t in study.get_trials(deepcopy=False) if t.state.name == "WAITING"]
     )
-    mode = "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
+    mode: Literal["live", "lines", "quiet"] = (
+        "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
+    )
     if mode != "quiet":
         console.print(
             f"{'Created' if created else 'Resuming'} study '{cfg.study}' on {mask(cfg.storage)}"
