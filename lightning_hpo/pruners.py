@@ -36,7 +36,6 @@ from lightning_hpo._rung_store import RungRecord, open_rung_store, rung_records
 
 __all__ = [
     "BRACKET_ATTR",
-    "RUNGS_ATTR",
     "ASHAPruner",
     "HyperbandPruner",
     "RungRecord",
@@ -46,11 +45,8 @@ __all__ = [
 _logger = logging.getLogger(__name__)
 
 #: Trial system attribute: the trial's Hyperband bracket (int), written at its first rung.
+#: (ASHA writes no trial attribute: a decision's only write is its rung record.)
 BRACKET_ATTR = "lightning_hpo:bracket"
-#: Trial system attribute: the trial's rung ladder, written at its first rung, as
-#: ``{"min_resource", "reduction_factor", "max_resource", "levels"}`` (``levels`` is ``None``
-#: for an unbounded ladder; ``rungs.rung_levels(..., up_to=last_step)`` draws it).
-RUNGS_ATTR = "lightning_hpo:rungs"
 
 
 @dataclass(frozen=True)
@@ -76,14 +72,6 @@ class _Ladder:
             return rungs.crossed_rungs(self.levels, previous_step, step)
         levels = rungs.rung_levels(self.min_resource, self.reduction_factor, up_to=step)
         return rungs.crossed_rungs(levels, previous_step, step)
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "min_resource": self.min_resource,
-            "reduction_factor": self.reduction_factor,
-            "max_resource": self.max_resource,
-            "levels": self.levels,
-        }
 
 
 def _asha_prune(
@@ -118,7 +106,7 @@ def _asha_prune(
     if not crossed:
         return False
 
-    if crossed[0] == ladder.min_resource:  # the trial's first rung: describe its ladder once
+    if crossed[0] == ladder.min_resource:  # the trial's first rung: store what must be stored
         storage, trial_id = storage_of(study), trial_id_of(trial)
         for key, value in first_rung_attrs.items():
             storage.set_trial_system_attr(trial_id, key, value)
@@ -185,7 +173,7 @@ class ASHAPruner(optuna.pruners.BasePruner):
         self, min_resource: int = 1, reduction_factor: int = 3, max_resource: int | None = None
     ) -> None:
         self._ladder = _Ladder(min_resource, reduction_factor, max_resource)  # validates
-        self._first_rung_attrs = {RUNGS_ATTR: self._ladder.describe()}
+        self._first_rung_attrs: dict[str, Any] = {}
 
     @property
     def min_resource(self) -> int:
@@ -286,10 +274,7 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
             )
             for bracket in range(n_brackets)
         ]
-        self._first_rung_attrs = [
-            {BRACKET_ATTR: bracket, RUNGS_ATTR: ladder.describe()}
-            for bracket, ladder in enumerate(self._ladders)
-        ]
+        self._first_rung_attrs = [{BRACKET_ATTR: bracket} for bracket in range(n_brackets)]
 
     @property
     def min_resource(self) -> int:

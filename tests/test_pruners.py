@@ -29,7 +29,6 @@ from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
 from lightning_hpo._rung_store import RECORD_TABLE
 from lightning_hpo.pruners import (
     BRACKET_ATTR,
-    RUNGS_ATTR,
     ASHAPruner,
     HyperbandPruner,
     RungRecord,
@@ -234,24 +233,22 @@ def test_steps_between_rungs_do_not_touch_the_storage(
         assert pruned is False
         touched[step] = sum(calls.values())
     assert {step for step, n in touched.items() if n} == {2, 4, 8}, touched
-    # and writes stay minimal: the ladder once, at the first rung
+    # and writes stay minimal: no trial attribute, only the rung record
     trial2 = study.ask()
     trial2.report(_value(direction, 0.1), 2)
     _, first = spy.should_prune(trial2)
     trial2.report(_value(direction, 0.1), 4)
     _, second = spy.should_prune(trial2)
-    assert first["set_trial_system_attr"] == 1 and second["set_trial_system_attr"] == 0
+    assert first["set_trial_system_attr"] == 0 and second["set_trial_system_attr"] == 0
     assert "get_all_trials" not in first + second
 
 
-def test_the_ladder_is_stored_on_the_trial(storage: StorageSpec, direction: str) -> None:
+def test_asha_records_its_rungs_and_no_trial_attr(storage: StorageSpec, direction: str) -> None:
     study = _study(storage, ASHAPruner(2, 2, 10), direction)
     _trial(study, direction, [(1, 1.0), (2, 1.0), (4, 1.0)])
     (frozen,) = study.get_trials()
-    assert frozen.system_attrs[RUNGS_ATTR] == {
-        "min_resource": 2, "reduction_factor": 2, "max_resource": 10, "levels": [2, 4, 8, 10]
-    }
-    assert BRACKET_ATTR not in frozen.system_attrs
+    assert not any(key.startswith("lightning_hpo:") for key in frozen.system_attrs)
+    assert [(r.rung, r.trial_number) for r in rung_records(study)] == [(2, 0), (4, 0)]
 
 
 def test_records_are_shared_through_the_storage(storage: StorageSpec, direction: str) -> None:
@@ -408,7 +405,6 @@ def test_hyperband_bracket_is_deterministic_and_stored(
             assert BRACKET_ATTR not in frozen.system_attrs
             continue
         assert frozen.system_attrs[BRACKET_ATTR] == bracket
-        assert frozen.system_attrs[RUNGS_ATTR]["levels"] == pruner.bracket_levels(bracket)
         assert HyperbandPruner(1, 27, 3).bracket_of("hb", frozen.number) == bracket
 
 
