@@ -1,0 +1,245 @@
+"""``python -m lightning_hpo.report``: tables, CSV files and plots of a study, or a comparison.
+
+Examples::
+
+    python -m lightning_hpo.report --storage runs/quickstart.journal
+    python -m lightning_hpo.report --storage sqlite:///runs/all.db --study lenet-asha --out rep/
+    python -m lightning_hpo.report --storage sqlite:///runs/all.db --compare asha random
+    python -m lightning_hpo.report --compare asha@runs/asha.journal rs@runs/rs.journal
+
+Bad input (unreachable storage, unknown or empty study) prints one line naming the field, with
+any password masked, and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage import mask, mask_text
+
+EXIT_BAD_INPUT = 2
+_STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cyan"}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lightning_hpo.report",
+        description="Report on an Optuna study, ours or any other: a table of the best trials,\n"
+        "counts by state, the compute spent (epochs, device-seconds), trials.csv, curves.csv,\n"
+        "incumbent.csv, and four plots: incumbent trajectory, learning curves, rungs, worker\n"
+        "timeline. With --compare, overlay several studies' incumbent trajectories and show\n"
+        "the time and epochs each took to reach the others' final best.",
+        epilog="examples:\n"
+        "  python -m lightning_hpo.report --storage runs/quickstart.journal\n"
+        "  python -m lightning_hpo.report --storage sqlite:///runs/all.db --study lenet-asha "
+        "--out reports/asha\n"
+        "  python -m lightning_hpo.report --storage sqlite:///runs/all.db --compare asha random\n"
+        "  python -m lightning_hpo.report --compare asha@runs/asha.journal "
+        "rs@runs/rs.journal",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--storage", metavar="URL",
+                        help="SQLAlchemy URL (sqlite:///runs/x.db, postgresql://...) or journal "
+                        "file path (runs/x.journal)")
+    parser.add_argument("--study", metavar="NAME",
+                        help="study name (optional when the storage holds one study)")
+    parser.add_argument("--out", metavar="DIR", type=Path,
+                        help="output folder (default: reports/<study>, or "
+                        "reports/compare_<a>_vs_<b>)")
+    parser.add_argument("--top", metavar="N", type=int, default=10,
+                        help="rows of the best-trials table (default: 10)")
+    parser.add_argument("--compare", metavar="STUDY", nargs="+",
+                        help="compare studies: NAME (in --storage) or NAME@STORAGE")
+    return parser
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None or seconds != seconds:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{int(seconds // 3600)}h{int(seconds // 60 % 60):02d}m"
+
+
+def _params(row: Any, columns: list[str]) -> str:
+    parts = []
+    for column in columns:
+        value = row[column]
+        if value is None or (isinstance(value, float) and value != value):
+            continue
+        shown = f"{value:.3g}" if isinstance(value, float) else str(value)
+        parts.append(f"{column.removeprefix('params_')}={shown}")
+    return " ".join(parts)
+
+
+def _safe(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
+
+
+def _report(args: argparse.Namespace, console: Console) -> None:
+    from lightning_hpo.report import _write_report
+    from lightning_hpo.report.tables import (
+        STATES,
+        _limitations,
+        _snapshot,
+        _summarize,
+        _trials_frame,
+        load,
+    )
+
+    if args.storage is None:
+        raise ConfigError("storage", "is required: --storage URL (or a journal file path)")
+    study = load(args.storage, args.study)
+    snap = _snapshot(study)
+    out = args.out or Path("reports") / _safe(study.study_name)
+    paths = _write_report(snap, out)
+    info, summary = snap.info, _summarize(snap)
+    trials = _trials_frame(snap)
+    pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} epochs"
+               if info.rungs else "")
+    console.print(f"Study '{info.name}' on {mask(args.storage)}: {info.direction} "
+                  f"{info.metric}{pruning}")
+    ranked = trials.dropna(subset=["rank"]).sort_values("rank")
+    shown = ranked.head(max(args.top, 0))
+    table = Table(title=f"Best {len(shown)} of {len(trials)} started trials",
+                  header_style="bold", title_justify="left")
+    for column in ("rank", "trial", "state", "epochs", info.metric, "duration", "params"):
+        if column == "params":
+            table.add_column(column, min_width=24, overflow="fold")
+        else:
+            numeric = column in ("rank", "trial", "epochs", info.metric, "duration")
+            table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
+    param_columns = [c for c in trials.columns if c.startswith("params_")]
+    for _, row in shown.iterrows():
+        complete = row["state"] == "COMPLETE"
+        value = Text(_fmt(row["value"] if complete else row["last_value"]))
+        if not complete:
+            value.append(" (last)", style="dim")
+        table.add_row(
+            str(int(row["rank"])), str(row["trial"]),
+            Text(str(row["state"]), style=_STYLE.get(str(row["state"]), "")),
+            str(row["epochs"]), value,
+            "running" if row["state"] == "RUNNING" else _duration(row["duration_s"]),
+            _params(row, param_columns),
+        )
+    console.print(table)
+    counts = summary["counts"]
+    text = ", ".join(f"{counts[s]} {s.lower()}" for s in STATES if counts.get(s))
+    console.print(f"Trials: {summary['n_trials']} ({text})")
+    if summary["best_trial"] is not None:
+        params = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_params"].items())
+        console.print(f"Best: trial {summary['best_trial']}, {info.metric} "
+                      f"{_fmt(summary['best_value'])} after {summary['best_epochs']} epochs "
+                      f"({params})")
+    else:
+        console.print("Best: no COMPLETE trial yet")
+    slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
+    device_s = summary["device_seconds"]
+    running = (f" (+ {summary['unfinished']} running trial(s) not counted in device-s)"
+               if summary["unfinished"] else "")
+    console.print(f"Compute: {summary['epochs']} epochs, {device_s:.1f} device-s "
+                  f"({device_s / 3600:.3g} device-h){slots} in "
+                  f"{_duration(summary['wall_clock_s'])} wall-clock{running}")
+    notes = _limitations(snap)
+    if notes:
+        console.print(f"note: not drawn or estimated: {'; '.join(notes)}")
+    console.print(f"Wrote {out}/: {', '.join(paths)}")
+
+
+def _compare(args: argparse.Namespace, console: Console) -> None:
+    from lightning_hpo.report import _write_compare
+    from lightning_hpo.report.tables import _labels, _snapshot, _summarize, load_ref
+
+    if args.study is not None:
+        raise ConfigError("study", "cannot be combined with --compare (list the studies there)")
+    if len(args.compare) < 2:
+        raise ConfigError("compare", f"needs at least 2 studies, got {len(args.compare)}")
+    studies = [load_ref(ref, args.storage) for ref in args.compare]
+    labelled = _labels(studies)
+    snaps = {label: _snapshot(study) for label, study in labelled.items()}
+    metrics = {s.info.metric for s in snaps.values()}
+    labels = list(snaps)
+    out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(labels))
+    pairs, paths = _write_compare(snaps, out)
+    info = next(iter(snaps.values())).info
+    overview = Table(title=f"Studies compared ({info.direction} {info.metric})",
+                     header_style="bold", title_justify="left")
+    for column in ("study", "trials", "best", "wall-clock", "epochs", "device-s"):
+        overview.add_column(column, justify="left" if column == "study" else "right")
+    for label, snap in snaps.items():
+        summary = _summarize(snap)
+        overview.add_row(label, str(len(snap.trials)), _fmt(summary["best_value"]),
+                         _duration(summary["wall_clock_s"]), str(summary["epochs"]),
+                         f"{summary['device_seconds']:.1f}")
+    console.print(overview)
+    table = Table(title="Time and compute to reach another study's final best (vs what that "
+                  "study itself needed)",
+                  header_style="bold", title_justify="left")
+    for column in ("study", "to reach", "time", "speed-up", "epochs", "epochs ratio"):
+        table.add_column(column, justify="left" if column in ("study", "to reach") else "right",
+                         no_wrap=True)
+    for _, row in pairs.iterrows():
+        target = f"{row['target']}'s {_fmt(row['target_best'])}"
+        if not row["reached"]:
+            table.add_row(row["study"], target, Text("never", style="red"), "-", "-", "-")
+            continue
+        table.add_row(
+            row["study"], target,
+            f"{_duration(row['time_s'])} (vs {_duration(row['target_time_s'])})",
+            f"{_fmt(row['time_speedup'], 3)}x",
+            f"{row['epochs']} (vs {row['target_epochs']})", f"{_fmt(row['epochs_speedup'], 3)}x",
+        )
+    console.print(table)
+    if len(metrics) > 1:
+        console.print(f"note: the studies report different metrics: {', '.join(sorted(metrics))}")
+    console.print(f"Wrote {out}/: {', '.join(paths)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the report CLI; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    console = Console(highlight=False, markup=False, soft_wrap=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 120  # a file or a pipe: room for the tables, not rich's 80 columns
+    specs = [s for s in [args.storage, *(r.partition("@")[2] for r in args.compare or [])] if s]
+    try:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if args.compare:
+            _compare(args, console)
+        else:
+            _report(args, console)
+    except ConfigError as error:
+        message = str(error)
+        for spec in specs:
+            message = mask_text(message, spec)
+        print(f"error: {' '.join(message.split())}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,620 @@
+"""The report: tables and CSV files against the study, real PNG files, the drawn artists
+counted from the figures, plain Optuna studies, comparisons, one-line errors, and one slow run
+of the real launcher followed by the report CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib.image
+import optuna
+import pandas as pd
+import pytest
+import yaml
+from optuna.distributions import CategoricalDistribution, FloatDistribution
+from optuna.trial import TrialState
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.study import ATTR, CONFIG_ATTR
+from lightning_hpo.report import (
+    compare,
+    curves_frame,
+    incumbent_frame,
+    limitations,
+    load,
+    load_ref,
+    plot_compare,
+    plot_incumbent,
+    plot_learning_curves,
+    plot_rungs,
+    plot_timeline,
+    study_info,
+    summarize,
+    trials_frame,
+    write_compare,
+    write_report,
+)
+from lightning_hpo.report.__main__ import main
+from lightning_hpo.rungs import rung_levels
+from lightning_hpo.storage import open_storage
+
+T0 = 1_700_000_000.0  # unix seconds: when the first simulated trial starts
+EPOCH_S = 1.0  # simulated seconds per epoch
+SETUP_S = 0.25  # simulated seconds from a trial's start to its first epoch
+GAP_S = 0.1  # simulated idle seconds between two trials on one slot
+DISTRIBUTIONS = {
+    "lr": FloatDistribution(0.01, 1.0, log=True),
+    "activation": CategoricalDistribution(["relu", "sigmoid"]),
+}
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One simulated trial: final state and the metric after each epoch."""
+
+    state: TrialState
+    curve: tuple[float, ...]
+    lr: float
+    activation: str = "relu"
+    devices: str = "cpu:0"
+
+
+#: ASHA with rungs 1, 3, 9 (min_resource 1, reduction_factor 3, max_resource 9).
+SCENARIO = (
+    Spec(TrialState.COMPLETE, (0.5, 0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.07, 0.06), 0.1),
+    Spec(TrialState.PRUNED, (0.8,), 0.9),
+    Spec(TrialState.PRUNED, (0.6, 0.5, 0.45), 0.02, "sigmoid"),
+    Spec(TrialState.COMPLETE, (0.4, 0.2, 0.1, 0.08, 0.06, 0.05, 0.045, 0.042, 0.04), 0.2),
+    Spec(TrialState.FAIL, (0.7, 0.65), 0.5),
+    Spec(TrialState.PRUNED, (0.9,), 0.03, "sigmoid"),
+    Spec(TrialState.COMPLETE, (0.45, 0.3, 0.25, 0.2, 0.15, 0.12, 0.1, 0.09, 0.08), 0.3),
+    Spec(TrialState.PRUNED, (0.35, 0.3, 0.28), 0.15),
+)
+CONFIG = {
+    "study": "demo", "storage": "runs/demo.journal", "model": {"name": "lenet"},
+    "metric": "validation_error", "direction": "minimize",
+    "space": {"lr": {"loguniform": [0.01, 1.0]}, "activation": {"choice": ["relu", "sigmoid"]}},
+    "pruner": {"name": "asha", "min_resource": 1, "max_resource": 9, "reduction_factor": 3},
+    "stop": {"n_trials": 10},
+}
+RUNGS = rung_levels(1, 3, 9)
+PNGS = ("incumbent.png", "learning_curves.png", "rungs.png", "timeline.png")
+
+
+def make_launcher_study(
+    storage: str | optuna.storages.BaseStorage,
+    name: str = "demo",
+    *,
+    scenario: tuple[Spec, ...] = SCENARIO,
+    slots: int = 2,
+    waiting: int = 2,
+    running: bool = True,
+    epoch_s: float = EPOCH_S,
+) -> optuna.Study:
+    """A study with exactly what the launcher writes, simulated on ``slots`` slots, in-process.
+
+    Each trial goes to the slot that frees first; it spends ``SETUP_S`` then ``epoch_s`` per
+    epoch; ``waiting`` queued tickets stay WAITING and, with ``running``, one more trial is
+    still RUNNING on slot 0 after 2 epochs (its times are not written yet, as in the launcher).
+    """
+    if isinstance(storage, str):
+        storage = open_storage(storage)
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, study=name)))
+    free = [T0 + slot * 0.05 for slot in range(slots)]
+    for spec in scenario:
+        slot = min(range(slots), key=lambda s: free[s])
+        start = free[slot]
+        times = [start + SETUP_S + epoch_s * (k + 1) for k in range(len(spec.curve))]
+        end = times[-1] + 0.05
+        free[slot] = end + GAP_S
+        trial = optuna.trial.create_trial(
+            state=spec.state,
+            value=spec.curve[-1] if spec.state == TrialState.COMPLETE else None,
+            params={"lr": spec.lr, "activation": spec.activation},
+            distributions=DISTRIBUTIONS,
+            user_attrs={
+                ATTR.SLOT: slot, ATTR.DEVICE: spec.devices, ATTR.HOST: "box", ATTR.PID: 100 + slot,
+                ATTR.LAUNCHER_PID: 99, ATTR.START: start, ATTR.END: end,
+                ATTR.EPOCHS: len(spec.curve), ATTR.EPOCH_END_TIMES: times, ATTR.SEED: 0,
+                **({ATTR.FAIL_REASON: "RuntimeError: boom"} if spec.state == TrialState.FAIL
+                   else {}),
+            },
+            intermediate_values={k + 1: v for k, v in enumerate(spec.curve)},
+        )
+        trial.datetime_start = dt.datetime.fromtimestamp(start)
+        trial.datetime_complete = dt.datetime.fromtimestamp(end)
+        study.add_trial(trial)
+    if running:
+        start = min(free)
+        trial = optuna.trial.create_trial(
+            state=TrialState.RUNNING, params={"lr": 0.05, "activation": "relu"},
+            distributions=DISTRIBUTIONS,
+            user_attrs={ATTR.SLOT: free.index(start), ATTR.DEVICE: "cpu:0", ATTR.HOST: "box",
+                        ATTR.START: start},
+            intermediate_values={1: 0.55, 2: 0.4},
+        )
+        trial.datetime_start = dt.datetime.fromtimestamp(start)
+        study.add_trial(trial)
+    for _ in range(waiting):
+        study.enqueue_trial({})
+    return study
+
+
+def make_plain_study(
+    storage: str | optuna.storages.BaseStorage, name: str = "plain"
+) -> optuna.Study:
+    """An ordinary Optuna study: intermediate values and datetimes, none of our attrs."""
+    if isinstance(storage, str):
+        storage = open_storage(storage)
+    study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
+    for k, spec in enumerate(SCENARIO):
+        start = T0 + 10.0 * k
+        trial = optuna.trial.create_trial(
+            state=spec.state,
+            value=spec.curve[-1] if spec.state == TrialState.COMPLETE else None,
+            params={"lr": spec.lr, "activation": spec.activation}, distributions=DISTRIBUTIONS,
+            intermediate_values={s + 1: v for s, v in enumerate(spec.curve)},
+        )
+        trial.datetime_start = dt.datetime.fromtimestamp(start)
+        trial.datetime_complete = dt.datetime.fromtimestamp(start + 2.0 * len(spec.curve))
+        study.add_trial(trial)
+    return study
+
+
+def _gids(fig: Any, prefix: str) -> list[str]:
+    ax = fig.axes[0]
+    artists = [*ax.lines, *ax.patches, *ax.collections]
+    return [a.get_gid() for a in artists if (a.get_gid() or "").startswith(prefix)]
+
+
+def _points(fig: Any, gid: str) -> int:
+    found = [c for c in fig.axes[0].collections if c.get_gid() == gid]
+    return sum(len(c.get_offsets()) for c in found)
+
+
+def _png_shape(path: Path) -> tuple[int, ...]:
+    image = matplotlib.image.imread(path)
+    return image.shape
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> str:
+    spec = str(tmp_path / "demo.journal")
+    make_launcher_study(spec)
+    return spec
+
+
+@pytest.fixture
+def study(journal: str) -> optuna.Study:
+    return load(journal)
+
+
+# ------------------------------------------------------------------------------------------
+# Tables.
+
+
+def test_trials_frame_matches_the_study(study: optuna.Study) -> None:
+    frame = trials_frame(study)
+    started = [t for t in study.trials if t.state != TrialState.WAITING]
+    assert len(frame) == len(started) == len(SCENARIO) + 1
+    assert list(frame["trial"]) == [t.number for t in started]
+    assert list(frame["state"]) == [t.state.name for t in started]
+    for trial, (_, row) in zip(started, frame.iterrows(), strict=True):
+        attrs = trial.user_attrs
+        assert row["slot"] == attrs[ATTR.SLOT]
+        assert row["start_time"] == pytest.approx(attrs[ATTR.START])
+        if trial.state.is_finished():
+            assert row["end_time"] == pytest.approx(attrs[ATTR.END])
+            assert row["duration_s"] == pytest.approx(attrs[ATTR.END] - attrs[ATTR.START])
+            assert row["epochs"] == attrs[ATTR.EPOCHS]
+        else:
+            assert math.isnan(row["end_time"]) and math.isnan(row["duration_s"])
+            assert math.isnan(row["device_seconds"])
+            assert row["epochs"] == 2
+        assert row["params_lr"] == pytest.approx(trial.params["lr"])
+        assert row["last_value"] == pytest.approx(trial.intermediate_values[max(
+            trial.intermediate_values)])
+        if trial.state == TrialState.COMPLETE:
+            assert row["value"] == pytest.approx(trial.value)
+        else:
+            assert math.isnan(row["value"])
+    assert frame.loc[frame["state"] == "FAIL", "fail_reason"].tolist() == ["RuntimeError: boom"]
+    assert frame["start_s"].min() == 0.0
+    # rank 1 is the best COMPLETE trial; COMPLETE trials rank before all others
+    ranked = frame.sort_values("rank")
+    assert ranked.iloc[0]["trial"] == study.best_trial.number == 3
+    n_complete = int((frame["state"] == "COMPLETE").sum())
+    assert set(ranked["state"].iloc[:n_complete]) == {"COMPLETE"}
+    assert ranked["state"].iloc[-1] == "FAIL"
+
+
+def test_curves_frame_has_one_row_per_reported_epoch(study: optuna.Study) -> None:
+    curves = curves_frame(study)
+    started = [t for t in study.trials if t.state != TrialState.WAITING]
+    assert len(curves) == sum(len(t.intermediate_values) for t in started)
+    assert list(curves.columns) == ["trial", "state", "step", "value", "time", "elapsed_s",
+                                    "trial_elapsed_s"]
+    for trial in started:
+        rows = curves[curves["trial"] == trial.number]
+        assert list(rows["step"]) == sorted(trial.intermediate_values)
+        assert list(rows["value"]) == [trial.intermediate_values[s] for s in rows["step"]]
+        if ATTR.EPOCH_END_TIMES in trial.user_attrs:
+            assert list(rows["time"]) == pytest.approx(trial.user_attrs[ATTR.EPOCH_END_TIMES])
+            assert list(rows["trial_elapsed_s"]) == pytest.approx(
+                [SETUP_S + EPOCH_S * s for s in rows["step"]])
+        else:  # the RUNNING trial: the launcher writes epoch times at the end
+            assert rows["time"].isna().all()
+    timed = curves.dropna(subset=["time"])
+    assert (timed["elapsed_s"] == timed["time"] - T0).all()
+
+
+def test_incumbent_frame_is_best_so_far_in_end_time_order(study: optuna.Study) -> None:
+    inc = incumbent_frame(study)
+    complete = sorted((t for t in study.trials if t.state == TrialState.COMPLETE),
+                      key=lambda t: t.user_attrs[ATTR.END])
+    assert list(inc["trial"]) == [t.number for t in complete]
+    assert list(inc["best"]) == pytest.approx(pd.Series([t.value for t in complete]).cummin())
+    assert list(inc["improved"]) == [True, True, False]
+    assert inc["elapsed_s"].is_monotonic_increasing
+    assert inc["epochs_spent"].is_monotonic_increasing
+    # every epoch that had ended by the last completion is counted once, and the RUNNING
+    # trial (no epoch times yet) its 2 reported epochs, pro rata up to the latest time known
+    last = inc["time"].iloc[-1]
+    ended = sum(x <= last for t in study.trials
+                for x in t.user_attrs.get(ATTR.EPOCH_END_TIMES, []))
+    assert inc["epochs_spent"].iloc[-1] == ended + 2
+
+
+def test_summary_counts_compute_and_best(study: optuna.Study) -> None:
+    summary = summarize(study)
+    assert summary["counts"] == {"COMPLETE": 3, "PRUNED": 4, "FAIL": 1, "RUNNING": 1,
+                                 "WAITING": 2}
+    assert summary["n_trials"] == len(study.trials) == 11
+    assert summary["best_trial"] == study.best_trial.number
+    assert summary["best_value"] == pytest.approx(study.best_value)
+    assert summary["best_epochs"] == 9
+    assert summary["epochs"] == sum(len(s.curve) for s in SCENARIO) + 2
+    finished = sum(t.user_attrs[ATTR.END] - t.user_attrs[ATTR.START]
+                   for t in study.trials if t.state.is_finished())
+    assert summary["device_seconds"] == pytest.approx(finished)  # the RUNNING one has no end
+    assert summary["unfinished"] == 1
+    assert summary["slots"] == 2 and summary["devices_unknown"] == 0
+    assert limitations(study) == [
+        "learning curves: 1 RUNNING trial(s) not drawn yet (the launcher writes epoch times "
+        "when a trial ends)"]
+
+
+@pytest.mark.parametrize(
+    ("device", "factor"),
+    [pytest.param("cpu:0", 1, id="one-device"), pytest.param("cuda:0,1", 2, id="ddp-two"),
+     pytest.param("cuda:0,1,2,3", 4, id="ddp-four")],
+)
+def test_device_seconds_count_every_device_of_a_trial(
+    tmp_path: Path, device: str, factor: int
+) -> None:
+    scenario = tuple(Spec(s.state, s.curve, s.lr, s.activation, device) for s in SCENARIO)
+    study = make_launcher_study(str(tmp_path / "d.journal"), scenario=scenario, running=False)
+    frame = trials_frame(study)
+    assert (frame["devices"] == factor).all()
+    assert frame["device_seconds"].tolist() == pytest.approx(
+        (frame["duration_s"] * factor).tolist())
+    assert summarize(study)["device_seconds"] == pytest.approx(frame["duration_s"].sum() * factor)
+
+
+def test_study_info_reads_the_stored_config(study: optuna.Study) -> None:
+    info = study_info(study)
+    assert info.metric == "validation_error" and info.direction == "minimize"
+    assert info.pruner == "asha" and list(info.rungs) == RUNGS == [1, 3, 9]
+    assert info.from_launcher
+
+
+@pytest.mark.parametrize(
+    ("pruner", "trainer", "expected", "title"),
+    [
+        pytest.param({"name": "asha", "max_resource": 9}, {}, (1, 3, 9), "asha, rungs 1, 3, 9",
+                     id="asha"),
+        pytest.param({"name": "hyperband", "min_resource": 2, "reduction_factor": 2,
+                      "max_resource": 10}, {}, (2, 4, 8, 10), "hyperband, rungs 2, 4, 8, 10",
+                     id="hyperband-max-not-a-power"),
+        pytest.param({"name": "asha"}, {"max_epochs": 27}, (1, 3, 9, 27), "rungs 1, 3, 9, 27",
+                     id="asha-max-from-trainer"),
+        pytest.param("none", {"max_epochs": 9}, (), "no pruner", id="no-pruner"),
+    ],
+)
+def test_rungs_come_from_the_pruner_settings(
+    tmp_path: Path, pruner: object, trainer: dict, expected: tuple[int, ...], title: str
+) -> None:
+    study = make_launcher_study(str(tmp_path / "r.journal"), running=False)
+    config = {k: v for k, v in CONFIG.items() if k != "pruner"}
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(config, pruner=pruner, trainer=trainer)))
+    info = study_info(study)
+    assert info.rungs == expected
+    fig = plot_rungs(curves_frame(study), info)
+    assert len(_gids(fig, "rung-")) == len(expected)
+    assert title in fig.axes[0].get_title()
+
+
+# ------------------------------------------------------------------------------------------
+# Files and plots.
+
+
+def test_write_report_files_match_the_study(study: optuna.Study, tmp_path: Path) -> None:
+    paths = write_report(study, tmp_path / "out")
+    assert set(paths) == {"trials.csv", "curves.csv", "incumbent.csv", *PNGS}
+    trials = pd.read_csv(paths["trials.csv"])
+    assert len(trials) == len(SCENARIO) + 1
+    assert trials["trial"].tolist() == list(range(len(SCENARIO) + 1))
+    assert trials.loc[trials["trial"] == 3, "value"].item() == pytest.approx(0.04)
+    assert {"params_lr", "params_activation", "device_seconds", "slot"} <= set(trials.columns)
+    curves = pd.read_csv(paths["curves.csv"])
+    assert len(curves) == sum(len(s.curve) for s in SCENARIO) + 2
+    assert curves.groupby("trial")["step"].max().tolist() == [len(s.curve) for s in SCENARIO] + [2]
+    assert curves.dropna(subset=["time"])["time"].min() == pytest.approx(T0 + SETUP_S + EPOCH_S)
+    incumbent = pd.read_csv(paths["incumbent.csv"])
+    assert incumbent["best"].iloc[-1] == pytest.approx(study.best_value)
+    for name in PNGS:
+        height, width, channels = _png_shape(paths[name])
+        assert 900 <= width <= 1600 and 250 <= height <= 900 and channels in (3, 4), name
+
+
+def test_learning_curves_draw_every_trial_with_pruned_distinct(study: optuna.Study) -> None:
+    fig = plot_learning_curves(curves_frame(study), study_info(study))
+    lines = {line.get_gid(): line for line in fig.axes[0].lines
+             if (line.get_gid() or "").startswith("trial-")}
+    # the RUNNING trial has no epoch times yet: it cannot be placed on the wall-clock axis
+    assert len(lines) == len(SCENARIO)
+    for number, spec in enumerate(SCENARIO):
+        line = lines[f"trial-{number}"]
+        assert len(line.get_xdata()) == len(spec.curve)
+        if spec.state == TrialState.PRUNED:
+            assert line.get_linestyle() == "--"
+        else:
+            assert line.get_linestyle() in ("-", ":")
+    assert lines["trial-3"].get_color() == "black"  # the best trial stands out
+    assert fig.axes[0].get_xlabel().endswith("(s)")
+    by_epochs = plot_learning_curves(curves_frame(study), study_info(study), x="epochs")
+    assert len(_gids(by_epochs, "trial-")) == len(SCENARIO) + 1
+
+
+def test_rung_plot_marks_rungs_promotions_and_stops(study: optuna.Study) -> None:
+    fig = plot_rungs(curves_frame(study), study_info(study))
+    assert sorted(_gids(fig, "rung-")) == sorted(f"rung-{r}" for r in RUNGS)
+    curves = [s.curve for s in SCENARIO] + [(0.55, 0.4)]
+    promoted = sum(1 for c in curves for r in RUNGS if len(c) > r)
+    stopped = sum(1 for s in SCENARIO if s.state == TrialState.PRUNED and len(s.curve) in RUNGS)
+    assert _points(fig, "promoted") == promoted == 10
+    assert _points(fig, "stopped") == stopped == 4
+    assert _points(fig, "completed") == 3
+    assert _points(fig, "failed") == 1 and _points(fig, "running") == 1
+    assert len(_gids(fig, "trial-")) == len(SCENARIO) + 1
+
+
+def test_timeline_has_a_bar_per_trial_on_its_slot(study: optuna.Study) -> None:
+    trials = trials_frame(study)
+    fig = plot_timeline(trials, study_info(study), curves_frame(study))
+    ax = fig.axes[0]
+    bars = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith("trial-")}
+    assert len(bars) == len(trials)
+    latest = trials["end_s"].max()  # a RUNNING trial is drawn up to the latest time known
+    for _, row in trials.iterrows():
+        bar = bars[f"trial-{row['trial']}"]
+        assert bar.get_x() == pytest.approx(row["start_s"])
+        if row["state"] == "RUNNING":
+            assert bar.get_width() == pytest.approx(latest - row["start_s"])
+            assert bar.get_hatch() == "//"
+        else:
+            assert bar.get_width() == pytest.approx(row["duration_s"])
+        assert round(bar.get_y() + bar.get_height() / 2) == row["slot"]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert [label.split("\n")[0] for label in labels] == ["slot 0", "slot 1"]
+    assert all("idle" in label for label in labels)
+
+
+def test_incumbent_plot_draws_each_completion(study: optuna.Study) -> None:
+    inc = incumbent_frame(study)
+    fig = plot_incumbent(inc, study_info(study))
+    assert _points(fig, "completed") == 3 and _points(fig, "improvements") == 2
+    (step,) = [line for line in fig.axes[0].lines if line.get_gid() == "incumbent"]
+    assert min(step.get_ydata()) == pytest.approx(study.best_value)
+
+
+# ------------------------------------------------------------------------------------------
+# Plain Optuna studies, comparisons, errors.
+
+
+def test_plain_optuna_study_gets_the_rest_and_one_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'plain.db'}"
+    study = make_plain_study(url)
+    trials = trials_frame(study)
+    assert (trials["timing"] == "optuna").all()
+    assert trials["duration_s"].tolist() == pytest.approx([2.0 * len(s.curve) for s in SCENARIO])
+    assert curves_frame(study)["time"].isna().all()
+    notes = limitations(study)
+    assert any("epoch_end_times" in n for n in notes) and any("slot" in n for n in notes)
+    out = tmp_path / "rep"
+    assert main(["--storage", url, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    note_lines = [line for line in stdout.splitlines() if line.startswith("note:")]
+    assert len(note_lines) == 1 and "worker timeline" in note_lines[0]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "curves.csv", "incumbent.csv", "incumbent.png", "learning_curves.png", "rungs.png",
+        "trials.csv"]
+    fig = plot_learning_curves(curves_frame(study), study_info(study))
+    assert fig.axes[0].get_xlabel() == "step (as reported to Optuna)"
+    assert len(_gids(fig, "trial-")) == len(SCENARIO)
+
+
+def test_compare_time_and_epochs_to_reach_the_other_best(tmp_path: Path) -> None:
+    spec = str(tmp_path / "both.journal")
+    fast = make_launcher_study(spec, "fast", running=False, waiting=0, epoch_s=0.5)
+    slow = make_launcher_study(spec, "slow", running=False, waiting=0, epoch_s=1.0)
+    pairs = compare([fast, slow])
+    assert list(zip(pairs["study"], pairs["target"], strict=True)) == [("fast", "slow"),
+                                                                        ("slow", "fast")]
+    assert pairs["reached"].all()  # the same values, half the time per epoch
+    row = pairs.set_index("study").loc["fast"]
+    assert row["time_s"] < row["target_time_s"] and row["time_speedup"] > 1.5
+    assert row["epochs"] == row["target_epochs"] == incumbent_frame(fast)["epochs_spent"].iloc[1]
+    paths = write_compare([fast, slow], tmp_path / "cmp")
+    assert len(pd.read_csv(paths["compare.csv"])) == 2
+    long = pd.read_csv(paths["incumbents.csv"])
+    assert sorted(set(long["study"])) == ["fast", "slow"]
+    fig = plot_compare(long, study_info(fast))
+    assert len(fig.axes) == 2
+    for ax in fig.axes:
+        assert sorted(a.get_gid() for a in ax.lines if a.get_gid().startswith("study-")) == [
+            "study-fast", "study-slow"]
+    height, width, _ = _png_shape(paths["compare.png"])
+    assert width >= 1000 and height >= 400
+
+
+def test_compare_cli_takes_names_and_name_at_storage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = str(tmp_path / "shared.journal")
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    make_launcher_study(shared, "asha", running=False)
+    make_launcher_study(shared, "rs", running=False, epoch_s=2.0)
+    make_launcher_study(other, "four", running=False, epoch_s=0.25)
+    out = tmp_path / "cmp"
+    code = main(["--storage", shared, "--compare", "asha", "rs", f"four@{other}",
+                 "--out", str(out)])
+    stdout = capsys.readouterr().out
+    assert code == 0, stdout
+    assert len(pd.read_csv(out / "compare.csv")) == 6
+    assert "Time and compute to reach" in stdout and "four" in stdout
+    assert load_ref(f"four@{other}").study_name == "four"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--study", "nope"], "error: study: no study named 'nope'", id="wrong-name"),
+        pytest.param(["--study", "empty"], "error: study: 'empty' has no started trial",
+                     id="empty-study"),
+        pytest.param([], "error: study: ", id="several-studies-need-a-name"),
+    ],
+)
+def test_bad_study_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    spec = str(tmp_path / "s.journal")
+    make_launcher_study(spec, "demo")
+    optuna.create_study(study_name="empty", storage=open_storage(spec)).enqueue_trial({})
+    assert main(["--storage", spec, *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(expected) and err.count("\n") == 1, err
+    if not args:  # the error lists the studies to choose from
+        assert "demo" in err and "empty" in err
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param("postgresql+psycopg2://hpo:s3cret-pw@127.0.0.1:1/studies",
+                     id="postgres-refused"),
+        pytest.param("postgresql://hpo:s3cret-pw@127.0.0.1:1/studies", id="postgres-no-driver"),
+        pytest.param("sqlite:///{tmp}/missing/none.db", id="sqlite-missing"),
+        pytest.param("{tmp}/missing.journal", id="journal-missing"),
+    ],
+)
+def test_unreachable_storage_is_one_masked_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    spec = spec.format(tmp=tmp_path)
+    assert main(["--storage", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: storage: cannot open") and err.count("\n") == 1, err
+    assert "s3cret" not in err
+    assert not (tmp_path / "missing").exists()  # nothing created
+
+
+def test_load_takes_the_only_study_and_names_fields(tmp_path: Path) -> None:
+    spec = str(tmp_path / "one.journal")
+    make_launcher_study(spec, "only")
+    assert load(spec).study_name == "only"
+    assert load_ref(f"only@{spec}").study_name == "only"
+    with pytest.raises(ConfigError) as caught:
+        load(spec, "missing")
+    assert caught.value.field == "study" and "only" in caught.value.message
+    with pytest.raises(ConfigError) as caught:
+        load_ref("only")  # a bare name and no storage
+    assert caught.value.field == "storage"
+
+
+def test_report_does_not_import_torch() -> None:
+    code = "import lightning_hpo.report.__main__, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         timeout=60)
+    assert out.stdout.strip() == "False"
+
+
+def test_help_shows_an_example() -> None:
+    result = subprocess.run([sys.executable, "-m", "lightning_hpo.report", "--help"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert "python -m lightning_hpo.report --storage" in result.stdout
+    assert "--compare" in result.stdout
+
+
+# ------------------------------------------------------------------------------------------
+# The real launcher, then the report CLI on its storage.
+
+
+@pytest.mark.slow
+def test_report_on_a_real_launcher_run(tmp_path: Path) -> None:
+    storage = str(tmp_path / "e2e.journal")
+    config = {
+        "study": "e2e", "storage": storage, "run_dir": str(tmp_path / "runs"),
+        "model": {"name": "lenet"}, "data": {"name": "digits"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        "initial": [{"lr": 0.1}], "sampler": {"name": "random", "seed": 0},
+        "pruner": {"name": "asha", "max_resource": 3},
+        "trainer": {"limit_train_batches": 5, "limit_val_batches": 2},
+        "devices": {"accelerator": "cpu"}, "stop": {"n_trials": 6},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = dict(os.environ)
+    launched = subprocess.run([sys.executable, "-m", "lightning_hpo.launch", str(path), "-q"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=420)
+    assert launched.returncode == 0, launched.stdout[-3000:] + launched.stderr[-3000:]
+    out = tmp_path / "report"
+    reported = subprocess.run(
+        [sys.executable, "-m", "lightning_hpo.report", "--storage", storage, "--out", str(out)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert reported.returncode == 0, reported.stderr
+    assert "note:" not in reported.stdout  # a launcher study lacks nothing
+    assert "Compute:" in reported.stdout and "device-s" in reported.stdout
+    study = load(storage, "e2e")
+    trials = [t for t in study.trials if t.state != TrialState.WAITING]
+    assert len(trials) == 6
+    frame = pd.read_csv(out / "trials.csv")
+    assert frame["trial"].tolist() == [t.number for t in trials]
+    assert frame["state"].tolist() == [t.state.name for t in trials]
+    assert frame["epochs"].tolist() == [t.user_attrs[ATTR.EPOCHS] for t in trials]
+    assert frame["slot"].tolist() == [t.user_attrs[ATTR.SLOT] for t in trials]
+    curves = pd.read_csv(out / "curves.csv")
+    assert len(curves) == sum(len(t.intermediate_values) for t in trials)
+    assert curves["time"].notna().all()  # the launcher wrote every epoch's end time
+    complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    if complete:
+        incumbent = pd.read_csv(out / "incumbent.csv")
+        assert incumbent["best"].iloc[-1] == pytest.approx(study.best_value)
+    for name in PNGS if complete else PNGS[1:]:
+        height, width, _ = _png_shape(out / name)
+        assert width >= 900 and height >= 250, name
+    rung_fig = plot_rungs(curves_frame(study), study_info(study))
+    assert sorted(_gids(rung_fig, "rung-")) == ["rung-1", "rung-3"]
