@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
 STAMP := $(VENV)/.lightning-hpo-installed
 
-.PHONY: install demo test bench lint clean
+.PHONY: install demo test bench bench-full lint clean
 
 install: $(STAMP)
 
@@ -25,6 +25,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	bash scripts/ensure_postgres.sh
 	$(PY) -m pytest
+
+# One table of the overheads (~6 min on 2 cores); bench-full adds scaling and search (~20 min).
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+bench-full: $(STAMP)
+	$(PY) benchmarks/run_all.py --full
 
 lint: $(STAMP)
 	$(PY) -m ruff check lightning_hpo tests benchmarks examples

@@ -27,6 +27,7 @@ import warnings
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
+from _record import Figure, machine_line, write_figures
 
 from lightning_hpo.data import DigitsDataModule
 from lightning_hpo.models import LeNet
@@ -98,7 +99,7 @@ def plain_epochs(epochs: int, batch_size: int, seed: int) -> list[float]:
     return seconds
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example: python benchmarks/bench_epoch.py --epochs 5 --repeats 3",
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, default=5, help="timed epochs per run (default 5)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per path (default 3)")
     parser.add_argument("--batch-size", type=int, default=64, help="batch size (default 64)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.repeats < 1:
         parser.error("--epochs and --repeats must be >= 1")
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", module="lightning")
     torch.set_num_threads(1)
+    print(machine_line())
     print(f"torch threads: {torch.get_num_threads()} (pinned for both paths)")
     print(
         f"LeNet relu on digits, batch {args.batch_size}, SGD lr {LR}; {args.epochs} timed epochs"
@@ -134,9 +137,15 @@ def main(argv: list[str] | None = None) -> None:
             f" {min(values):>8.4f} {max(values):>8.4f}"
         )
     ratio = statistics.median(per_run["lightning"]) / statistics.median(per_run["plain"])
-    verdict = "ok" if ratio <= TARGET_RATIO else "ABOVE TARGET"
-    print(f"\nratio lightning/plain: {ratio:.2f}x (target <= {TARGET_RATIO}x): {verdict}")
+    ok = ratio <= TARGET_RATIO
+    print(f"\n{'PASS' if ok else 'MISS'}  ratio lightning/plain: {ratio:.2f}x "
+          f"(target <= {TARGET_RATIO}x)")
+    lightning, plain = (statistics.median(per_run[k]) for k in ("lightning", "plain"))
+    write_figures(args.json, [Figure(
+        "Lightning vs plain PyTorch loop, s/epoch", "bench_epoch.py", f"{lightning:.4f} s",
+        f"{plain:.4f} s plain loop", f"{ratio:.2f}x", f"<= {TARGET_RATIO}x", ok)])
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _record import Figure, machine_line, write_figures
+
 _STUDY = "bench"
 _MIN_RESOURCE, _ETA, _STEPS = 1, 3, 10
 _LEVELS = (1, 3, 9)  # rungs below the last reported epoch
@@ -275,7 +277,9 @@ _DECISION_MODES = ("warm all", "warm rung", "fresh 1st")
 # same code for both pruners and dominates it, so it is shown for context, not compared.
 
 
-def _report(results: dict[tuple[str, int, str, str], float], sizes: list[int]) -> bool:
+def _report(
+    results: dict[tuple[str, int, str, str], float], sizes: list[int]
+) -> tuple[bool, list[Figure]]:
     small, large = min(sizes), max(sizes)
     header = (f"{'storage':<8} {'trials':>7} {'mode':<10} {'ours ms':>9} {'optuna ms':>10} "
               f"{'optuna/ours':>12} {'growth':>7}")
@@ -316,13 +320,26 @@ def _report(results: dict[tuple[str, int, str, str], float], sizes: list[int]) -
         print(f"{'PASS' if ok else 'MISS'}  {text}" + (f"  ({detail})" if detail else ""))
     print(f"INFO  fresh all (import + load + ask + decision, Optuna's load dominates): "
           f"optuna/ours {min(context):.2f}x to {max(context):.2f}x")
-    return all(ok for _, ok, _ in targets)
+    figures = []
+    for kind, mode in (("sqlite", "warm rung"), ("journal", "warm rung"),
+                       ("sqlite", "fresh 1st"), ("journal", "fresh 1st")):
+        ours, theirs = results[(kind, large, mode, "ours")], results[(kind, large, mode, "optuna")]
+        growth = ours / results[(kind, small, mode, "ours")]
+        limit = kind == "sqlite" and mode == "warm rung"
+        target = "no slower" + (", <= 5 ms" if limit else "") + ", growth < 2x"
+        met = ours <= theirs and growth < 2.0 and (ours <= 5.0 or not limit)
+        figures.append(Figure(
+            f"ASHA decision, {kind}, {large:,} trials, {mode}", "bench_pruner.py",
+            f"{ours:.2f} ms (growth {growth:.2f}x from {small:,})",
+            f"{theirs:.2f} ms Optuna SH", f"{theirs / ours:.2f}x faster", target, met))
+    return all(ok for _, ok, _ in targets), figures
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="300 and 3,000 trials, fewer runs")
     parser.add_argument("--sizes", type=int, nargs="+", help="study sizes (finished trials)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "PATH", "PRUNER"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -353,7 +370,10 @@ def main(argv: list[str] | None = None) -> int:
                         results[(kind, size, mode, name)] = ms
                 print(f"# {kind} {size:,} trials: built in {built:.1f} s, measured in "
                       f"{time.perf_counter() - started - built:.1f} s", file=sys.stderr)
-    return 0 if _report(results, sizes) else 1
+    print(machine_line())
+    ok, figures = _report(results, sizes)
+    write_figures(args.json, figures)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,90 @@
+"""``make bench``: run the benchmarks one after another and print one table of their figures.
+
+Each benchmark runs as its own process (so none inherits another's threads, imports or caches),
+prints its own detailed table as it goes, and writes its headline figures (``--json``); the
+table at the end collects them: what was measured, against which baseline of the same run, the
+ratio, the target, and PASS or MISS.
+
+Default: the overheads (Lightning vs a plain loop, the callback per epoch, the launcher's idle
+gap between trials, the pruner's decision vs Optuna's), about 6 minutes on 2 cores. ``--full``
+adds scaling (1 vs 2 workers) and search efficiency (random search vs ASHA vs Hyperband, 3
+seeds), about 20 minutes more. ``--quick`` runs every benchmark in its small mode.
+
+    python benchmarks/run_all.py            # make bench
+    python benchmarks/run_all.py --full     # make bench-full
+    python benchmarks/run_all.py --quick --full
+
+Run it on an otherwise idle machine: the figures are ratios measured in the same run, but a
+busy machine makes them noisier.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _record import Figure, machine_line, read_figures
+
+HERE = Path(__file__).resolve().parent
+#: (script, arguments, arguments in --quick mode)
+OVERHEADS: list[tuple[str, list[str], list[str]]] = [
+    ("bench_epoch.py", [], ["--epochs", "3", "--repeats", "2"]),
+    ("bench_callback.py", [], ["--epochs", "3", "--repeats", "3"]),
+    ("bench_launch.py", [], ["--trials", "5"]),
+    ("bench_pruner.py", [], ["--quick"]),
+]
+FULL: list[tuple[str, list[str], list[str]]] = [
+    ("bench_workers.py", [], ["--quick"]),
+    ("bench_search.py", [], ["--quick"]),
+]
+
+
+def _table(figures: list[Figure]) -> str:
+    columns = ("what", "measured", "baseline (same run)", "ratio", "target", "")
+    rows = [(f.what, f.measured, f.baseline, f.ratio, f.target, f.verdict) for f in figures]
+    widths = [max(len(str(row[i])) for row in [columns, *rows]) for i in range(len(columns))]
+    lines = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [columns, *rows]
+    ]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--full", action="store_true",
+                        help="add scaling and search efficiency (about 20 minutes more)")
+    parser.add_argument("--quick", action="store_true", help="every benchmark in its small mode")
+    args = parser.parse_args(argv)
+    plan = OVERHEADS + (FULL if args.full else [])
+    figures: list[Figure] = []
+    failed: list[str] = []
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bench-all-") as tmp:
+        for script, normal, quick in plan:
+            out = Path(tmp) / f"{script}.json"
+            command = [sys.executable, str(HERE / script), *(quick if args.quick else normal),
+                       "--json", str(out)]
+            print(f"\n=== {' '.join([Path(command[1]).name, *command[2:-2]])}", flush=True)
+            code = subprocess.run(command, cwd=HERE.parent).returncode
+            if out.exists():
+                figures += read_figures(out)
+            else:
+                failed.append(f"{script} (exit {code}, no figures)")
+    print(f"\n=== all benchmarks, {(time.perf_counter() - started) / 60:.1f} min")
+    print(machine_line())
+    print(_table(figures))
+    met = sum(f.met is True for f in figures)
+    targets = sum(f.met is not None for f in figures)
+    print(f"\n{met} of {targets} targets met" + (f"; failed: {', '.join(failed)}" if failed
+                                                  else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
