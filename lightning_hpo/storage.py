@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import optuna
@@ -61,9 +62,7 @@ def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
         if is_rdb(spec):
             if create and spec.startswith("sqlite:///") and spec != "sqlite:///:memory:":
                 Path(spec.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            return optuna.storages.RDBStorage(
-                spec, engine_kwargs=_engine_kwargs(spec), skip_compatibility_check=False
-            )
+            return _open_rdb(spec)
         path = Path(spec)
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -76,6 +75,33 @@ def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
         reason = " ".join(str(error).split())[:300]
         message = f"cannot open {mask(spec)}: {mask_text(reason, spec)}"
         raise ConfigError("storage", message) from None
+
+
+_CREATE_ATTEMPTS = 5
+_CREATE_RACES = ("already exists", "unique", "duplicate", "locked")
+
+
+def _open_rdb(spec: str) -> optuna.storages.RDBStorage:
+    """``RDBStorage(spec)``, again when it lost a race to create Optuna's tables.
+
+    Two launchers opening a new database at the same moment both create Optuna's schema; the
+    slower one fails on a unique key ("alembic_version", PostgreSQL's catalog) or SQLite's lock.
+    By then the schema is there (or nearly): open it again. Other errors (an unreachable
+    server, bad credentials) are raised at once.
+    """
+    import sqlalchemy as sa
+
+    for attempt in range(1, _CREATE_ATTEMPTS + 1):
+        try:
+            return optuna.storages.RDBStorage(
+                spec, engine_kwargs=_engine_kwargs(spec), skip_compatibility_check=False
+            )
+        except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError) as error:
+            text = str(error).lower()
+            if attempt == _CREATE_ATTEMPTS or not any(word in text for word in _CREATE_RACES):
+                raise
+            time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def _engine_kwargs(spec: str) -> dict[str, object]:

@@ -141,7 +141,7 @@ def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> N
 def test_stale_running_trials_of_a_dead_launcher_end_on_resume(tmp_path: Path) -> None:
     config = config_file(tmp_path, stop={"n_trials": 3})
     storage = str(tmp_path / "t.journal")
-    study = optuna.createstudy_of(study_name="t", storage=open_storage(storage))
+    study = optuna.create_study(study_name="t", storage=open_storage(storage))
     stale = study.ask()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -213,3 +213,44 @@ def test_help_has_an_example() -> None:
 def test_shipped_configs_mention_their_command() -> None:
     for path in CONFIGS.glob("*.yaml"):
         assert "lightning_hpo.launch" in path.read_text(), path
+
+
+_SET_UP = """
+import sys, time, yaml
+from pathlib import Path
+from lightning_hpo.config import parse_config
+from lightning_hpo.launch.study import open_study
+from lightning_hpo.storage import open_storage
+cfg = parse_config(yaml.safe_load(Path(sys.argv[1]).read_text()))
+storage = open_storage(cfg.storage)
+Path(sys.argv[2], "ready-" + sys.argv[3]).touch()
+while not Path(sys.argv[2], "go").exists():
+    time.sleep(0.001)
+open_study(cfg, storage)
+"""
+
+
+@pytest.mark.parametrize("kind", ["journal", "sqlite", pytest.param("postgres",
+                                                                     marks=pytest.mark.postgres)])
+def test_launchers_setting_up_together_queue_the_budget_once(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Several launchers create-or-load one study at the same moment: n_trials trials in the
+    queue, the initial configuration once (the set-up is serialised per study)."""
+    storage = {"journal": str(tmp_path / "t.journal"), "sqlite": f"sqlite:///{tmp_path}/t.db"}
+    url = (request.getfixturevalue("postgres_server").new_database("setup") if kind == "postgres"
+           else storage[kind])
+    config = config_file(tmp_path, storage=url, stop={"n_trials": 12})
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _SET_UP, str(config), str(barrier), str(k)])
+        for k in range(4)
+    ]
+    wait_for(lambda: len(list(barrier.glob("ready-*"))) == 4, what="4 processes ready")
+    (barrier / "go").touch()
+    for process in processes:
+        assert process.wait(timeout=120) == 0
+    trials = study_of(url).get_trials(deepcopy=False)
+    assert len(trials) == 12 and {t.state for t in trials} == {TrialState.WAITING}
+    assert sum(t.system_attrs.get("fixed_params") == INITIAL for t in trials) == 1

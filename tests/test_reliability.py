@@ -35,7 +35,7 @@ def test_forty_trials_survive_ten_random_worker_kills(tmp_path: Path) -> None:
     n_trials, kills = 40, 10
     config = config_file(
         tmp_path, pruner={"name": "asha", "min_resource": 1, "max_resource": 4},
-        trainer={"limit_train_batches": 6, "limit_val_batches": 2}, stop={"n_trials": n_trials},
+        trainer={"limit_train_batches": 10, "limit_val_batches": 2}, stop={"n_trials": n_trials},
     )
     storage = str(tmp_path / "t.journal")
     process = popen(str(config), "--quiet", cwd=tmp_path)
@@ -47,7 +47,9 @@ def test_forty_trials_survive_ten_random_worker_kills(tmp_path: Path) -> None:
         if not pids:
             time.sleep(0.2)
             continue
-        time.sleep(rng.uniform(0.0, 1.5))  # a random moment of the trial
+        # A random moment of the trial; short, so that 10 kills land well before 40 trials end
+        # (a killed slot needs seconds to start a new worker, and trials take about a second).
+        time.sleep(rng.uniform(0.0, 0.6))
         victim = rng.choice(pids)
         try:
             os.kill(victim, signal.SIGKILL)

@@ -2,15 +2,18 @@
 
 No torch here: the supervisor process uses it too.
 
-**An exact ``n_trials`` across workers and machines.** When the study is created, the launcher
-that wins the creation (Optuna's unique study name decides) enqueues the ``initial``
-configurations and then one empty *ticket* per remaining trial: WAITING trials whose unset
-hyperparameters the sampler fills in when a worker claims them. A worker claims a ticket by
-moving it from WAITING to RUNNING, which the storage allows once (for SQLite, whose reads are not
-locked, a file lock beside the database serialises claims on the machine). When no ticket is left
-the budget is spent, whatever the number of launchers. Resuming with a larger ``n_trials`` tops
-the queue up; ``initial`` configurations are never enqueued again. A run stopped by its
-wall-clock budget leaves its unclaimed tickets WAITING: they are the queue the next run takes.
+**An exact ``n_trials`` across workers and machines.** When the study is created, the launcher that
+wins the creation (Optuna's unique study name decides) enqueues the ``initial`` configurations and
+then one empty *ticket* per remaining trial: WAITING trials whose unset hyperparameters the sampler
+fills in when a worker claims them. Creating or loading the study and topping up its queue happen
+under one lock per study (:func:`_setup_lock`: an advisory lock on PostgreSQL and MySQL, a file
+lock beside an SQLite database or journal file), so two launchers starting together never both
+count the queue short and enqueue twice. A worker claims a ticket by moving it from WAITING to
+RUNNING, which the storage allows once (for SQLite, whose reads are not locked, a file lock beside
+the database serialises claims on the machine). When no ticket is left the budget is spent,
+whatever the number of launchers. Resuming with a larger ``n_trials`` tops the queue up;
+``initial`` configurations are never enqueued again. A run stopped by its wall-clock budget leaves
+its unclaimed tickets WAITING: they are the queue the next run takes.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import logging
 import os
 import socket
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,6 +107,25 @@ def open_study(
         ConfigError: ``direction`` when an existing study was made with the other direction.
     """
     sampler, pruner = build_sampler(cfg, worker_offset), build_pruner(cfg)
+    if not queue:
+        return _create_or_load(cfg, storage, sampler, pruner)
+    with _setup_lock(cfg, storage):
+        study, created = _create_or_load(cfg, storage, sampler, pruner)
+        if created:
+            public = dict(cfg.raw, storage=mask(cfg.storage))
+            study.set_user_attr(CONFIG_ATTR, json.dumps(public, default=str))
+            for params in cfg.initial:
+                study.enqueue_trial(params)
+        _top_up(study, cfg)
+    return study, created
+
+
+def _create_or_load(
+    cfg: Config,
+    storage: optuna.storages.BaseStorage,
+    sampler: optuna.samplers.BaseSampler,
+    pruner: optuna.pruners.BasePruner,
+) -> tuple[optuna.Study, bool]:
     try:
         study = optuna.create_study(
             study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner,
@@ -118,13 +141,6 @@ def open_study(
         if existing != cfg.direction:
             message = f"is {cfg.direction}, but study '{cfg.study}' was created to {existing}"
             raise ConfigError("direction", message) from None
-    if queue:
-        if created:
-            public = dict(cfg.raw, storage=mask(cfg.storage))
-            study.set_user_attr(CONFIG_ATTR, json.dumps(public, default=str))
-            for params in cfg.initial:
-                study.enqueue_trial(params)
-        _top_up(study, cfg)
     return study, created
 
 
@@ -137,18 +153,60 @@ def _top_up(study: optuna.Study, cfg: Config) -> None:
 
 
 @contextlib.contextmanager
-def _claim_lock(storage_spec: str) -> Iterator[None]:
-    """Serialise claims on one SQLite database (its reads take no lock); no-op elsewhere."""
-    if not storage_spec.startswith("sqlite:///"):
-        yield
-        return
-    path = Path(storage_spec.removeprefix("sqlite:///") + ".claim-lock")
+def _file_lock(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created when missing) for the ``with`` block."""
     with open(path, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _setup_lock(cfg: Config, storage: optuna.storages.BaseStorage) -> Iterator[None]:
+    """Serialise creating, loading and queueing one study across processes and machines.
+
+    PostgreSQL and MySQL: a session advisory lock keyed by the study name, held on a connection
+    of the storage's own engine (every machine on the database sees it). SQLite and journal
+    files: a file lock beside the file (one machine). Other storages: no lock.
+    """
+    if cfg.storage.startswith("sqlite:///"):
+        with _file_lock(Path(cfg.storage.removeprefix("sqlite:///") + ".setup-lock")):
+            yield
+        return
+    if "://" not in cfg.storage:  # a journal file path
+        with _file_lock(Path(cfg.storage + ".setup-lock")):
+            yield
+        return
+    engine = getattr(storage, "engine", None)
+    dialect = engine.dialect.name if engine is not None else ""
+    if dialect not in ("postgresql", "mysql"):
+        yield
+        return
+    import sqlalchemy as sa
+
+    key = zlib.crc32(f"lightning_hpo:setup:{cfg.study}".encode())  # a stable 32-bit key
+    lock, unlock = (
+        ("SELECT pg_advisory_lock(:key)", "SELECT pg_advisory_unlock(:key)")
+        if dialect == "postgresql"
+        else ("SELECT GET_LOCK(CAST(:key AS CHAR), -1)", "SELECT RELEASE_LOCK(CAST(:key AS CHAR))")
+    )
+    with engine.connect() as conn:  # type: ignore[union-attr]
+        conn.execute(sa.text(lock), {"key": key})
+        conn.commit()
+        try:
+            yield
+        finally:
+            conn.execute(sa.text(unlock), {"key": key})
+            conn.commit()
+
+
+def _claim_lock(storage_spec: str) -> contextlib.AbstractContextManager[None]:
+    """Serialise claims on one SQLite database (its reads take no lock); no-op elsewhere."""
+    if not storage_spec.startswith("sqlite:///"):
+        return contextlib.nullcontext()
+    return _file_lock(Path(storage_spec.removeprefix("sqlite:///") + ".claim-lock"))
 
 
 def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
