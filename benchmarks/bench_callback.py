@@ -36,6 +36,7 @@ import lightning.pytorch as pl
 import optuna
 import torch
 from _record import Figure, machine_line, write_figures
+from bench_epoch import EpochTimer
 
 from lightning_hpo import ASHAPruner, PruningCallback
 from lightning_hpo.data import DigitsDataModule
@@ -44,20 +45,6 @@ from lightning_hpo.models import LeNet
 TARGET = 0.02  # fraction of an epoch
 STORAGES = ("journal", "sqlite")
 LR = 0.1
-
-
-class _EpochTimer(pl.Callback):
-    """Seconds of each training epoch (its validation included), first to last hook."""
-
-    def __init__(self) -> None:
-        self.seconds: list[float] = []
-        self._start = 0.0
-
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._start = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.seconds.append(time.perf_counter() - self._start)
 
 
 class _TimedPruning(PruningCallback):
@@ -80,7 +67,7 @@ def run(epochs: int, seed: int, storage: Any) -> tuple[list[float], list[float]]
     ``storage`` None trains without the callback.
     """
     pl.seed_everything(seed, verbose=False)
-    timer = _EpochTimer()
+    timer = EpochTimer()
     callbacks: list[pl.Callback] = [timer]
     pruning = None
     if storage is not None:

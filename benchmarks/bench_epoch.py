@@ -36,7 +36,9 @@ TARGET_RATIO = 1.3
 LR = 0.1
 
 
-class _EpochTimer(pl.Callback):
+class EpochTimer(pl.Callback):
+    """Seconds of each training epoch (its validation included), first to last hook."""
+
     def __init__(self) -> None:
         self.seconds: list[float] = []
         self._start = 0.0
@@ -51,7 +53,7 @@ class _EpochTimer(pl.Callback):
 def lightning_epochs(epochs: int, batch_size: int, seed: int) -> list[float]:
     """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included)."""
     pl.seed_everything(seed, verbose=False)
-    timer = _EpochTimer()
+    timer = EpochTimer()
     trainer = pl.Trainer(
         accelerator="cpu",
         devices=1,
