@@ -106,7 +106,7 @@ def _asha_prune(
     if not crossed:
         return False
 
-    if crossed[0] == ladder.min_resource:  # the trial's first rung: store what must be stored
+    if first_rung_attrs and crossed[0] == ladder.min_resource:  # first rung: Hyperband bracket
         storage, trial_id = storage_of(study), trial_id_of(trial)
         for key, value in first_rung_attrs.items():
             storage.set_trial_system_attr(trial_id, key, value)
