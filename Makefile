@@ -26,7 +26,7 @@ test: $(STAMP)
 	bash scripts/ensure_postgres.sh
 	$(PY) -m pytest
 
-# One table of the overheads (~6 min on 2 cores); bench-full adds scaling and search (~20 min).
+# One table of the overheads (~4 min on 2 cores); bench-full adds scaling and search (~13 min).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 

@@ -24,27 +24,21 @@ Target (issue 6): overhead under 2% of an epoch.
 from __future__ import annotations
 
 import argparse
-import logging
 import statistics
 import tempfile
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import optuna
-import torch
 from _record import Figure, machine_line, write_figures
-from bench_epoch import EpochTimer
+from bench_epoch import lightning_epochs, quiet_single_thread
 
 from lightning_hpo import ASHAPruner, PruningCallback
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.models import LeNet
 
 TARGET = 0.02  # fraction of an epoch
 STORAGES = ("journal", "sqlite")
-LR = 0.1
 
 
 class _TimedPruning(PruningCallback):
@@ -66,24 +60,14 @@ def run(epochs: int, seed: int, storage: Any) -> tuple[list[float], list[float]]
 
     ``storage`` None trains without the callback.
     """
-    pl.seed_everything(seed, verbose=False)
-    timer = EpochTimer()
-    callbacks: list[pl.Callback] = [timer]
-    pruning = None
-    if storage is not None:
-        study = optuna.create_study(storage=storage, pruner=ASHAPruner(1, 3),
-                                    study_name=f"callback-{seed}")
-        pruning = _TimedPruning(study.ask(), monitor="validation_error")
-        callbacks.append(pruning)
-    trainer = pl.Trainer(
-        accelerator="cpu", devices=1, max_epochs=epochs, enable_checkpointing=False,
-        logger=False, enable_progress_bar=False, enable_model_summary=False,
-        num_sanity_val_steps=0, callbacks=callbacks,
-    )
-    trainer.fit(LeNet(lr=LR), datamodule=DigitsDataModule(batch_size=64))
-    if pruning is not None:
-        pruning.raise_if_pruned()  # never: the only trial at every rung continues
-    return timer.seconds, (pruning.hook_seconds if pruning else [])
+    if storage is None:
+        return lightning_epochs(epochs, 64, seed), []
+    study = optuna.create_study(storage=storage, pruner=ASHAPruner(1, 3),
+                                study_name=f"callback-{seed}")
+    pruning = _TimedPruning(study.ask(), monitor="validation_error")
+    seconds = lightning_epochs(epochs, 64, seed, callbacks=[pruning])
+    pruning.raise_if_pruned()  # never: the only trial at every rung continues
+    return seconds, pruning.hook_seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,10 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.repeats < 1:
         parser.error("--epochs and --repeats must be >= 1")
-    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="lightning")
+    quiet_single_thread()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    torch.set_num_threads(1)
     print(machine_line())
     print(f"LeNet relu on digits, batch 64, 1 thread; {args.epochs} timed epochs + 1 warm-up per "
           f"run, {args.repeats} runs per path; the callback with ASHAPruner(1, 3)")

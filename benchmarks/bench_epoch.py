@@ -23,6 +23,7 @@ import logging
 import statistics
 import time
 import warnings
+from collections.abc import Sequence
 
 import lightning.pytorch as pl
 import torch
@@ -50,8 +51,18 @@ class EpochTimer(pl.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
-def lightning_epochs(epochs: int, batch_size: int, seed: int) -> list[float]:
-    """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included)."""
+def quiet_single_thread() -> None:
+    """What both benchmarks of a LeNet epoch set first: 1 torch thread, no Lightning chatter."""
+    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", module="lightning")
+    torch.set_num_threads(1)
+
+
+def lightning_epochs(
+    epochs: int, batch_size: int, seed: int, callbacks: Sequence[pl.Callback] = ()
+) -> list[float]:
+    """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included), with
+    ``callbacks`` added to the trainer."""
     pl.seed_everything(seed, verbose=False)
     timer = EpochTimer()
     trainer = pl.Trainer(
@@ -63,7 +74,7 @@ def lightning_epochs(epochs: int, batch_size: int, seed: int) -> list[float]:
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
-        callbacks=[timer],
+        callbacks=[timer, *callbacks],
     )
     trainer.fit(LeNet(lr=LR), datamodule=DigitsDataModule(batch_size=batch_size))
     return timer.seconds
@@ -114,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.epochs < 1 or args.repeats < 1:
         parser.error("--epochs and --repeats must be >= 1")
 
-    logging.getLogger("lightning.pytorch").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", module="lightning")
-    torch.set_num_threads(1)
+    quiet_single_thread()
     print(machine_line())
     print(f"torch threads: {torch.get_num_threads()} (pinned for both paths)")
     print(

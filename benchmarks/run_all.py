@@ -6,9 +6,9 @@ table at the end collects them: what was measured, against which baseline of the
 ratio, the target, and PASS or MISS.
 
 Default: the overheads (Lightning vs a plain loop, the callback per epoch, the launcher's idle
-gap between trials, the pruner's decision vs Optuna's), about 6 minutes on 2 cores. ``--full``
+gap between trials, the pruner's decision vs Optuna's), about 4 minutes on 2 cores. ``--full``
 adds scaling (1 vs 2 workers) and search efficiency (random search vs ASHA vs Hyperband, 3
-seeds), about 20 minutes more. ``--quick`` runs every benchmark in its small mode.
+seeds), about 13 minutes more. ``--quick`` runs every benchmark in its small mode.
 
     python benchmarks/run_all.py            # make bench
     python benchmarks/run_all.py --full     # make bench-full
@@ -58,7 +58,7 @@ def _table(figures: list[Figure]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true",
-                        help="add scaling and search efficiency (about 20 minutes more)")
+                        help="add scaling and search efficiency (about 13 minutes more)")
     parser.add_argument("--quick", action="store_true", help="every benchmark in its small mode")
     args = parser.parse_args(argv)
     plan = OVERHEADS + (FULL if args.full else [])
