@@ -38,6 +38,7 @@ _EXPORTS = {
     "create_study": "lightning_hpo.distributed",
     "load_study": "lightning_hpo.distributed",
     "is_follower": "lightning_hpo.distributed",
+    "LeaderError": "lightning_hpo.distributed",
     "rung_levels": "lightning_hpo.rungs",
     "successive_halving_plan": "lightning_hpo.rungs",
 }
@@ -52,6 +53,7 @@ __all__ = [
     "FashionMNISTDataModule",
     "HyperbandPruner",
     "LeNet",
+    "LeaderError",
     "MODELS",
     "PruningCallback",
     "build_datamodule",
@@ -71,7 +73,13 @@ if TYPE_CHECKING:
         FashionMNISTDataModule,
         build_datamodule,
     )
-    from lightning_hpo.distributed import DistributedStudy, create_study, is_follower, load_study
+    from lightning_hpo.distributed import (
+        DistributedStudy,
+        LeaderError,
+        create_study,
+        is_follower,
+        load_study,
+    )
     from lightning_hpo.errors import ConfigError
     from lightning_hpo.models import MODELS, DropoutMLP, LeNet, build_model
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner

@@ -15,12 +15,12 @@ The fix is one rule: **rank 0 leads, the other ranks follow.** Create (or load) 
   runs the same objective once per trial of rank 0, and each ``trial.suggest_*`` returns the value
   rank 0 suggested.
 
-How values travel. Lightning launches the other ranks at the first ``fit`` and keeps that world
-for later ``fit`` calls in the same processes. The first trial's values reach the new processes
-through their environment (``LIGHTNING_HPO_DDP_TRIAL``, set by rank 0 as it suggests, copied by
-Lightning's launcher); from then on, while the process group is up, rank 0 broadcasts each trial
-number and each suggested value with ``torch.distributed.broadcast_object_list``. So suggest every
-hyperparameter before ``trainer.fit``, as any objective that builds its model from them does.
+How values travel (``lightning_hpo/_ddp_channel.py`` has the details). The trial whose ``fit``
+launches the other ranks reaches them through their environment; later trials, each suggested
+value, the end of each ``optimize`` call and an error that ends one travel through a small mailbox
+rank 0 hosts. So a script may call ``optimize`` any number of times, on one study or several, and
+suggest every hyperparameter before ``trainer.fit``, as any objective that builds its model from
+them does. When rank 0's ``optimize`` raises, the other ranks raise the same exception.
 
 Example (``examples/ddp_objective.py`` is the runnable version)::
 
@@ -43,7 +43,6 @@ Example (``examples/ddp_objective.py`` is the runnable version)::
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -53,12 +52,23 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 
-__all__ = ["DistributedStudy", "create_study", "global_rank", "is_follower", "load_study"]
+from lightning_hpo._ddp_channel import (
+    FollowerChannel,
+    LeaderChannel,
+    LeaderError,
+    decode_error,
+)
+
+__all__ = [
+    "DistributedStudy",
+    "LeaderError",
+    "create_study",
+    "global_rank",
+    "is_follower",
+    "load_study",
+]
 
 _logger = logging.getLogger(__name__)
-
-#: Environment variable through which rank 0 hands the current trial to ranks it launches.
-TRIAL_ENV = "LIGHTNING_HPO_DDP_TRIAL"
 
 Objective = Callable[[Any], "float | Sequence[float]"]
 
@@ -83,58 +93,10 @@ def is_follower() -> bool:
     return any(int(os.environ.get(key, "0")) != 0 for key in ("RANK", "LOCAL_RANK", "NODE_RANK"))
 
 
-# --------------------------------------------------------------------------------------------
-# The channel: how rank 0 tells the others which trial runs and what it suggested.
-# --------------------------------------------------------------------------------------------
-def _process_group_up() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
-def _broadcast(message: tuple[Any, ...] | None) -> tuple[Any, ...]:
-    import torch.distributed as dist
-
-    box = [message]
-    dist.broadcast_object_list(box, src=0)
-    received = box[0]
-    if not isinstance(received, tuple):
-        raise RuntimeError(f"lightning_hpo: unexpected message from rank 0: {received!r}")
-    return received
-
-
-class _LeaderChannel:
-    """Rank 0's side. The mode (environment or broadcast) is fixed when a trial begins."""
-
-    def __init__(self) -> None:
-        self._broadcasting = False
-        self._env: dict[str, Any] = {}
-
-    def begin_trial(self, number: int) -> None:
-        self._broadcasting = _process_group_up()
-        if self._broadcasting:
-            _broadcast(("trial", number))
-        else:
-            self._env = {"number": number, "params": {}}
-            os.environ[TRIAL_ENV] = json.dumps(self._env)
-
-    def share_param(self, name: str, value: Any) -> None:
-        if self._broadcasting:
-            _broadcast(("param", name, value))
-        else:
-            self._env["params"][name] = value
-            os.environ[TRIAL_ENV] = json.dumps(self._env)
-
-    def finish(self) -> None:
-        os.environ.pop(TRIAL_ENV, None)
-        if _process_group_up():
-            _broadcast(("stop",))
-
-
 class _LeaderMoved(Exception):
     """Rank 0 ended the trial a follower is in (it failed there) and sent the next message."""
 
-    def __init__(self, message: tuple[Any, ...]) -> None:
+    def __init__(self, message: list[Any]) -> None:
         super().__init__(message)
         self.message = message
 
@@ -149,7 +111,7 @@ class _LeaderTrial:
     ``set_user_attr``, ``number``, ``params``...).
     """
 
-    def __init__(self, trial: optuna.trial.Trial, channel: _LeaderChannel) -> None:
+    def __init__(self, trial: optuna.trial.Trial, channel: LeaderChannel) -> None:
         self._trial = trial
         self._channel = channel
 
@@ -201,10 +163,10 @@ class DistributedStudy(optuna.Study):
                 f"The value of `n_jobs` is {n_jobs}, but must be `n_jobs == 1` for a "
                 "DistributedStudy: all ranks train one trial together."
             )
-        channel = _LeaderChannel()
+        channel = LeaderChannel()
 
         def shared_objective(trial: optuna.trial.Trial) -> float | Sequence[float]:
-            channel.begin_trial(trial.number)
+            channel.begin_trial(trial.number, self.study_name)
             return func(_LeaderTrial(trial, channel))
 
         try:
@@ -217,8 +179,13 @@ class DistributedStudy(optuna.Study):
                 gc_after_trial=gc_after_trial,
                 show_progress_bar=show_progress_bar,
             )
-        finally:
-            channel.finish()
+        except BaseException as error:
+            try:
+                channel.finish(error)
+            except Exception:  # a rank already gone (Lightning kills them on Ctrl-C): keep `error`
+                _logger.debug("could not tell the other ranks that optimize failed", exc_info=True)
+            raise
+        channel.finish()
 
 
 # --------------------------------------------------------------------------------------------
@@ -247,7 +214,7 @@ class _FollowerTrial:
                 )
             value = self._preset[name]
         else:
-            message = _broadcast(None)
+            message = FollowerChannel.current().receive()
             if message[0] != "param":
                 raise _LeaderMoved(message)
             if message[1] != name:
@@ -295,19 +262,19 @@ class _FollowerStudy:
         self._loaded: optuna.Study | None = None
 
     def optimize(self, func: Objective, *args: Any, **kwargs: Any) -> None:
-        """Run ``func`` once per trial of rank 0 until rank 0's ``optimize`` ends."""
-        raw = os.environ.get(TRIAL_ENV)
-        if raw is None:
-            raise RuntimeError(
-                f"lightning_hpo: this process is a DDP rank other than 0 but {TRIAL_ENV} is not "
-                "set; follower ranks must be started by rank 0's Lightning launcher "
-                '(Trainer(strategy="ddp")) from a study made with lightning_hpo.create_study'
-            )
-        first = json.loads(raw)
-        message: tuple[Any, ...] = ("trial", first["number"])
-        preset: dict[str, Any] | None = first["params"]
+        """Run ``func`` once per trial of rank 0 until rank 0's ``optimize`` ends.
+
+        Raises what rank 0's ``optimize`` raised, when it ended with an exception.
+        """
+        message, preset = FollowerChannel.first_message()
         while message[0] == "trial":
-            trial = _FollowerTrial(message[1], preset)
+            _, study_name, number = message
+            if self._study_name is not None and study_name not in (None, self._study_name):
+                raise RuntimeError(
+                    f"lightning_hpo: rank 0 optimizes study '{study_name}' while this rank "
+                    f"optimizes '{self._study_name}'; every rank must run the same script"
+                )
+            trial = _FollowerTrial(number, preset)
             preset = None
             try:
                 func(trial)
@@ -316,9 +283,14 @@ class _FollowerStudy:
                 continue
             except optuna.TrialPruned:
                 pass
-            except Exception as error:  # rank 0 records the failure; follow it to the next trial
-                _logger.debug("trial %d failed on this rank: %r", trial.number, error)
-            message = _broadcast(None)
+            except Exception as failure:  # rank 0 records the failure and says whether to go on
+                _logger.debug("trial %d failed on this rank: %r", trial.number, failure)
+            message = FollowerChannel.current().receive()
+        if message[0] == "error":
+            error = decode_error(message[1])
+            if hasattr(error, "add_note"):  # Python 3.11+
+                error.add_note("lightning_hpo: raised by rank 0's optimize; this rank follows it")
+            raise error
         if message[0] != "stop":
             raise RuntimeError(f"lightning_hpo: unexpected message from rank 0: {message!r}")
 

@@ -32,10 +32,11 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 from optuna.trial import TrialState
 
+from lightning_hpo._ddp_channel import LeaderChannel
 from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
-from lightning_hpo.distributed import _FollowerStudy, _LeaderChannel, _LeaderTrial, is_follower
+from lightning_hpo.distributed import _FollowerStudy, _LeaderTrial, is_follower
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
     TRIAL_LIMIT,
@@ -173,7 +174,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
     study, _ = open_study(
         cfg, storage, queue=False, worker_offset=spec.slot + 1000 * spec.generation
     )
-    channel = _LeaderChannel() if len(spec.devices) > 1 else None
+    channel = LeaderChannel() if len(spec.devices) > 1 else None
     events.emit("ready", slot=spec.slot, pid=os.getpid())
     trials_run = 0
     try:

@@ -1,0 +1,284 @@
+"""How rank 0 tells the other DDP ranks which trial runs, what it suggested, and how it ended.
+
+Lightning starts ranks 1..N-1 at the first ``fit`` by re-running the user's script, and keeps them
+for later ``fit`` calls. The values of the trial whose ``fit`` launched them reach them through
+their environment (:data:`TRIAL_ENV`, copied by Lightning's launcher), which also carries the
+address of a small mailbox that rank 0 hosts (a ``torch.distributed.TCPStore``). From then on rank
+0 posts every message there, numbered, as one JSON line each:
+
+* ``["trial", study_name, number]`` when a trial begins, then ``["param", name, value]`` for each
+  suggested value (so suggest every hyperparameter before ``trainer.fit``);
+* ``["stop"]`` when an ``optimize`` call ends: a script may then call ``optimize`` again, on the
+  same study or another one, and every rank follows each call in order;
+* ``["error", {...}]`` when rank 0's ``optimize`` ends with an exception: the other ranks raise
+  the same exception (or :class:`LeaderError` with its text), so every rank exits with the error.
+
+Why a mailbox and not ``broadcast_object_list`` on the training process group: posting never
+blocks rank 0, whatever the other ranks are doing. When rank 0's objective raises *inside*
+``fit``, the other ranks wait in a gradient all-reduce that rank 0 will never join; a broadcast
+there would hang both sides. Rank 0 posts the error, gives the ranks :data:`ERROR_ACK_S` seconds
+to take it, and if they do not (they are stuck in a collective) destroys its process group, which
+breaks them out of it with an error; they then read the error from the mailbox and raise it.
+
+Messages are JSON, never pickles: the mailbox listens on a TCP port.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import json
+import logging
+import os
+import time
+from datetime import timedelta
+from typing import Any
+
+__all__ = ["ERROR_ACK_S", "TRIAL_ENV", "FollowerChannel", "LeaderChannel", "LeaderError"]
+
+_logger = logging.getLogger(__name__)
+
+#: Environment variable through which rank 0 hands the current trial to the ranks it launches.
+TRIAL_ENV = "LIGHTNING_HPO_DDP_TRIAL"
+#: Seconds rank 0 waits for the other ranks to take an error before breaking the process group.
+ERROR_ACK_S = 5.0
+_KEY = "lightning_hpo/ddp/{}/{}"  # kind ("msg" or "ack"), sequence number
+_CONNECT_TIMEOUT = timedelta(seconds=60)
+
+
+class LeaderError(RuntimeError):
+    """Rank 0's ``optimize`` ended with an exception this rank cannot rebuild; this is its text."""
+
+
+def process_group_up() -> bool:
+    """True when a ``torch.distributed`` process group of more than one rank is initialised."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+# --------------------------------------------------------------------------------------------
+# Exceptions as JSON: rebuilt on the other ranks when their class can be imported there.
+# --------------------------------------------------------------------------------------------
+def encode_error(error: BaseException) -> dict[str, Any]:
+    """The exception's class path, arguments (when JSON can hold them) and text.
+
+    Example::
+
+        >>> encode_error(ValueError("boom"))
+        {'type': 'builtins:ValueError', 'args': ['boom'], 'text': 'boom'}
+    """
+    cls = type(error)
+    try:
+        args: list[Any] | None = json.loads(json.dumps(list(error.args)))
+    except (TypeError, ValueError):
+        args = None
+    return {"type": f"{cls.__module__}:{cls.__qualname__}", "args": args, "text": str(error)}
+
+
+def decode_error(data: dict[str, Any]) -> BaseException:
+    """The exception :func:`encode_error` described, or a :class:`LeaderError` with its text.
+
+    Example::
+
+        >>> decode_error({"type": "builtins:ValueError", "args": ["boom"], "text": "boom"})
+        ValueError('boom')
+        >>> decode_error({"type": "nowhere:Gone", "args": None, "text": "lost"})
+        LeaderError('nowhere:Gone: lost')
+    """
+    module_name, _, qualname = str(data.get("type", "")).partition(":")
+    text = f"{data.get('type')}: {data.get('text')}"
+    try:
+        target: Any = builtins if module_name == "builtins" else importlib.import_module(
+            module_name
+        )
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError, ValueError):
+        return LeaderError(text)
+    args = data.get("args")
+    if not (isinstance(target, type) and issubclass(target, BaseException)) or args is None:
+        return LeaderError(text)
+    try:
+        error = target(*args)
+    except Exception:  # a constructor that wants other arguments than its .args
+        return LeaderError(text)
+    return error if str(error) == data.get("text") else LeaderError(text)
+
+
+# --------------------------------------------------------------------------------------------
+# The mailbox: numbered JSON messages in a TCPStore hosted by rank 0.
+# --------------------------------------------------------------------------------------------
+class _Mailbox:
+    def __init__(self, store: Any, address: str) -> None:
+        self.store = store
+        self.address = address
+
+    def post(self, seq: int, message: list[Any]) -> None:
+        self.store.set(_KEY.format("msg", seq), json.dumps(message))
+
+    def poll(self, seq: int) -> list[Any] | None:
+        key = _KEY.format("msg", seq)
+        if not self.store.check([key]):
+            return None
+        message = json.loads(self.store.get(key))
+        self.store.add(_KEY.format("ack", seq), 1)
+        return list(message)
+
+    def acks(self, seq: int) -> int:
+        return int(self.store.add(_KEY.format("ack", seq), 0))
+
+
+def _host_mailbox() -> _Mailbox:
+    from torch.distributed import TCPStore
+
+    # Lightning's launcher starts the other ranks on this machine: they connect over loopback.
+    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
+                     timeout=_CONNECT_TIMEOUT)
+    return _Mailbox(store, f"127.0.0.1:{store.port}")
+
+
+def _join_mailbox(address: str) -> _Mailbox:
+    from torch.distributed import TCPStore
+
+    host, _, port = address.rpartition(":")
+    store = TCPStore(host, int(port), is_master=False, timeout=_CONNECT_TIMEOUT)
+    return _Mailbox(store, address)
+
+
+# --------------------------------------------------------------------------------------------
+# Rank 0.
+# --------------------------------------------------------------------------------------------
+class LeaderChannel:
+    """Rank 0's side for one ``optimize`` call.
+
+    The mailbox and its sequence numbers belong to the process, so that every ``optimize`` call
+    of a script (on one study or several) continues the one stream the other ranks read. A trial
+    that begins before the other ranks exist travels in the environment; once the process group
+    is up, trials travel through the mailbox.
+    """
+
+    _mailbox: _Mailbox | None = None  # one per process, made at the first trial
+    _sent = 0  # messages posted by this process so far
+
+    def __init__(self) -> None:
+        self._env: dict[str, Any] | None = None
+
+    @classmethod
+    def _post(cls, message: list[Any]) -> int:
+        if cls._mailbox is None:
+            raise RuntimeError(
+                "lightning_hpo: the DDP ranks were started before the first trial of a study made "
+                "with lightning_hpo.create_study; run no DDP fit before study.optimize"
+            )
+        seq = cls._sent
+        cls._mailbox.post(seq, message)
+        cls._sent += 1
+        return seq
+
+    def begin_trial(self, number: int, study_name: str | None = None) -> None:
+        """Announce trial ``number`` of ``study_name`` to the other ranks."""
+        if process_group_up():
+            self._env = None
+            self._post(["trial", study_name, number])
+            return
+        if LeaderChannel._mailbox is None:
+            LeaderChannel._mailbox = _host_mailbox()
+        self._env = {"mailbox": LeaderChannel._mailbox.address, "next": LeaderChannel._sent,
+                     "study": study_name, "number": number, "params": {}}
+        os.environ[TRIAL_ENV] = json.dumps(self._env)
+
+    def share_param(self, name: str, value: Any) -> None:
+        """Hand a suggested value to the other ranks."""
+        if self._env is None:
+            self._post(["param", name, value])
+        else:
+            self._env["params"][name] = value
+            os.environ[TRIAL_ENV] = json.dumps(self._env)
+
+    def finish(self, error: BaseException | None = None) -> None:
+        """End an ``optimize`` call: the other ranks return from theirs, or raise ``error``.
+
+        With an error, waits until every other rank has taken it; a rank that does not within
+        :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so the process
+        group is destroyed to free it, and the wait is repeated once.
+        """
+        os.environ.pop(TRIAL_ENV, None)
+        if not process_group_up():
+            return
+        if error is None:
+            self._post(["stop"])
+            return
+        import torch.distributed as dist
+
+        others = dist.get_world_size() - 1
+        seq = self._post(["error", encode_error(error)])
+        if self._wait_acks(seq, others):
+            return
+        _logger.warning("other ranks did not take rank 0's error within %.0f s (stuck in a "
+                        "collective); destroying the process group to release them", ERROR_ACK_S)
+        dist.destroy_process_group()
+        self._wait_acks(seq, others)
+
+    @classmethod
+    def _wait_acks(cls, seq: int, expected: int) -> bool:
+        if cls._mailbox is None:
+            return False
+        deadline = time.monotonic() + ERROR_ACK_S
+        while cls._mailbox.acks(seq) < expected:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+
+# --------------------------------------------------------------------------------------------
+# Ranks 1..N-1.
+# --------------------------------------------------------------------------------------------
+class FollowerChannel:
+    """A follower rank's side: one per process, reading rank 0's messages in order."""
+
+    _current: FollowerChannel | None = None
+
+    def __init__(self, mailbox: _Mailbox, next_seq: int) -> None:
+        self._mailbox = mailbox
+        self._next = next_seq
+        self._leader_pid = os.getppid()  # Lightning starts this rank from rank 0's process
+
+    @classmethod
+    def first_message(cls) -> tuple[list[Any], dict[str, Any] | None]:
+        """The message that begins an ``optimize`` call, and preset values when it came by env.
+
+        The first call in a process reads the trial whose ``fit`` launched this rank from the
+        environment. Every later call (a second ``optimize`` on the same or another study)
+        reads the mailbox: the environment still holds that first trial and must not be replayed.
+        """
+        if cls._current is not None:
+            return cls._current.receive(), None
+        raw = os.environ.get(TRIAL_ENV)
+        if raw is None:
+            raise RuntimeError(
+                f"lightning_hpo: this process is a DDP rank other than 0 but {TRIAL_ENV} is not "
+                "set; follower ranks must be started by rank 0's Lightning launcher "
+                '(Trainer(strategy="ddp")) from a study made with lightning_hpo.create_study'
+            )
+        first = json.loads(raw)
+        cls._current = cls(_join_mailbox(first["mailbox"]), int(first["next"]))
+        return ["trial", first.get("study"), first["number"]], dict(first["params"])
+
+    @classmethod
+    def current(cls) -> FollowerChannel:
+        if cls._current is None:
+            raise RuntimeError("lightning_hpo: no trial has reached this rank yet")
+        return cls._current
+
+    def receive(self) -> list[Any]:
+        """The next message from rank 0, waiting as long as rank 0 lives."""
+        pause = 0.001
+        while (message := self._mailbox.poll(self._next)) is None:
+            if os.getppid() != self._leader_pid:
+                raise RuntimeError("lightning_hpo: rank 0 exited; this rank stops too")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        self._next += 1
+        return message
