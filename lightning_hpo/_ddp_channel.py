@@ -3,8 +3,8 @@
 Lightning starts ranks 1..N-1 at the first ``fit`` by re-running the user's script, and keeps them
 for later ``fit`` calls. The values of the trial whose ``fit`` launched them reach them through
 their environment (:data:`TRIAL_ENV`, copied by Lightning's launcher), which also carries the
-address of a small mailbox that rank 0 hosts (a ``torch.distributed.TCPStore``). From then on rank
-0 posts every message there, numbered, as one JSON line each:
+path of a small mailbox that rank 0 keeps (a ``torch.distributed.FileStore`` in a private temporary
+folder). From then on rank 0 posts every message there, numbered, as JSON:
 
 * ``["trial", study_name, number]`` when a trial begins, then ``["param", name, value]`` for each
   suggested value (so suggest every hyperparameter before ``trainer.fit``);
@@ -20,18 +20,21 @@ there would hang both sides. Rank 0 posts the error, gives the ranks :data:`ERRO
 to take it, and if they do not (they are stuck in a collective) destroys its process group, which
 breaks them out of it with an error; they then read the error from the mailbox and raise it.
 
-Messages are JSON, never pickles: the mailbox listens on a TCP port.
+Messages are JSON, never pickles, and the mailbox is a file only this user can read: no port
+listens for it.
 """
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import importlib
 import json
 import logging
 import os
+import shutil
+import tempfile
 import time
-from datetime import timedelta
 from typing import Any
 
 __all__ = ["ERROR_ACK_S", "TRIAL_ENV", "FollowerChannel", "LeaderChannel", "LeaderError"]
@@ -43,7 +46,6 @@ TRIAL_ENV = "LIGHTNING_HPO_DDP_TRIAL"
 #: Seconds rank 0 waits for the other ranks to take an error before breaking the process group.
 ERROR_ACK_S = 5.0
 _KEY = "lightning_hpo/ddp/{}/{}"  # kind ("msg" or "ack"), sequence number
-_CONNECT_TIMEOUT = timedelta(seconds=60)
 
 
 class LeaderError(RuntimeError):
@@ -107,12 +109,12 @@ def decode_error(data: dict[str, Any]) -> BaseException:
 
 
 # --------------------------------------------------------------------------------------------
-# The mailbox: numbered JSON messages in a TCPStore hosted by rank 0.
+# The mailbox: numbered JSON messages in a FileStore kept by rank 0.
 # --------------------------------------------------------------------------------------------
 class _Mailbox:
-    def __init__(self, store: Any, address: str) -> None:
+    def __init__(self, store: Any, path: str) -> None:
         self.store = store
-        self.address = address
+        self.path = path
 
     def post(self, seq: int, message: list[Any]) -> None:
         self.store.set(_KEY.format("msg", seq), json.dumps(message))
@@ -130,20 +132,25 @@ class _Mailbox:
 
 
 def _host_mailbox() -> _Mailbox:
-    from torch.distributed import TCPStore
+    """A mailbox in a private temporary folder, removed when this process exits.
 
-    # Lightning's launcher starts the other ranks on this machine: they connect over loopback.
-    store = TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False,
-                     timeout=_CONNECT_TIMEOUT)
-    return _Mailbox(store, f"127.0.0.1:{store.port}")
+    A ``FileStore``, not a ``TCPStore``: Lightning's launcher starts the other ranks on this
+    machine, so no port needs to listen.
+    """
+    from torch.distributed import FileStore
+
+    folder = tempfile.mkdtemp(prefix="lightning_hpo_ddp_")  # mode 0700
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = os.path.join(folder, "mailbox")
+    return _Mailbox(FileStore(path, -1), path)
 
 
-def _join_mailbox(address: str) -> _Mailbox:
-    from torch.distributed import TCPStore
+def _join_mailbox(path: str) -> _Mailbox:
+    from torch.distributed import FileStore
 
-    host, _, port = address.rpartition(":")
-    store = TCPStore(host, int(port), is_master=False, timeout=_CONNECT_TIMEOUT)
-    return _Mailbox(store, address)
+    if not os.path.exists(path):
+        raise RuntimeError(f"lightning_hpo: rank 0's mailbox {path} is gone; did rank 0 exit?")
+    return _Mailbox(FileStore(path, -1), path)
 
 
 # --------------------------------------------------------------------------------------------
@@ -184,7 +191,7 @@ class LeaderChannel:
             return
         if LeaderChannel._mailbox is None:
             LeaderChannel._mailbox = _host_mailbox()
-        self._env = {"mailbox": LeaderChannel._mailbox.address, "next": LeaderChannel._sent,
+        self._env = {"mailbox": LeaderChannel._mailbox.path, "next": LeaderChannel._sent,
                      "study": study_name, "number": number, "params": {}}
         os.environ[TRIAL_ENV] = json.dumps(self._env)
 
