@@ -327,7 +327,7 @@ def write_plot(out: Path, methods: Sequence[str], seeds: Sequence[int]) -> None:
     long = pd.concat([incumbent_frame(s).assign(study=s.study_name) for s in studies])
     path = out / "incumbent_compare.png"
     plot_compare(long, study_info(studies[0])).savefig(path)
-    print(f"plot: {path} (report incumbents: COMPLETE trials' final values only)")
+    print(f"plot: {path} (report incumbents: best value reported at any epoch)")
     first_seed = " ".join(refs[: len(methods)])
     print(f"      one seed: python -m lightning_hpo.report --compare {first_seed}")
 

@@ -4,6 +4,7 @@ of the real launcher followed by the report CLI."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import math
@@ -24,6 +25,7 @@ from optuna.trial import TrialState
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.study import ATTR, CONFIG_ATTR
+from lightning_hpo.pruners import BRACKET_ATTR, ASHAPruner, HyperbandPruner, rung_records
 from lightning_hpo.report import (
     compare,
     curves_frame,
@@ -36,6 +38,7 @@ from lightning_hpo.report import (
     plot_learning_curves,
     plot_rungs,
     plot_timeline,
+    rungs_frame,
     study_info,
     summarize,
     trials_frame,
@@ -43,6 +46,7 @@ from lightning_hpo.report import (
     write_report,
 )
 from lightning_hpo.report.__main__ import main
+from lightning_hpo.report.tables import RANK_ORDER
 from lightning_hpo.rungs import rung_levels
 from lightning_hpo.storage import open_storage
 
@@ -65,6 +69,7 @@ class Spec:
     lr: float
     activation: str = "relu"
     devices: str = "cpu:0"
+    stop_reason: str | None = None  # PRUNED by the launcher: the study's budget was spent
 
 
 #: ASHA with rungs 1, 3, 9 (min_resource 1, reduction_factor 3, max_resource 9).
@@ -87,6 +92,21 @@ CONFIG = {
 }
 RUNGS = rung_levels(1, 3, 9)
 PNGS = ("incumbent.png", "learning_curves.png", "rungs.png", "timeline.png")
+BUDGET = "wall-clock budget reached (stop.max_wallclock_time=12 s); stopped after epoch 2"
+
+
+def record_rungs(study: optuna.Study, pruner: optuna.pruners.BasePruner, number: int) -> None:
+    """Write trial ``number``'s rung records as the pruner did, epoch by epoch.
+
+    The real pruner decides on each prefix of the trial's reports, which writes its records
+    to the storage; its answers are ignored (the scenario says how each trial ended).
+    """
+    frozen = study.get_trials(deepcopy=False)[number]
+    for step in sorted(frozen.intermediate_values):
+        prefix = copy.copy(frozen)
+        prefix.intermediate_values = {
+            s: v for s, v in frozen.intermediate_values.items() if s <= step}
+        pruner.prune(study, prefix)
 
 
 def make_launcher_study(
@@ -104,11 +124,13 @@ def make_launcher_study(
     Each trial goes to the slot that frees first; it spends ``SETUP_S`` then ``epoch_s`` per
     epoch; ``waiting`` queued tickets stay WAITING and, with ``running``, one more trial is
     still RUNNING on slot 0 after 2 epochs (its times are not written yet, as in the launcher).
+    The ASHA pruner of ``CONFIG`` writes its rung records for every trial's reports.
     """
     if isinstance(storage, str):
         storage = open_storage(storage)
     study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
     study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, study=name)))
+    pruner = ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
     free = [T0 + slot * 0.05 for slot in range(slots)]
     for spec in scenario:
         slot = min(range(slots), key=lambda s: free[s])
@@ -127,12 +149,14 @@ def make_launcher_study(
                 ATTR.EPOCHS: len(spec.curve), ATTR.EPOCH_END_TIMES: times, ATTR.SEED: 0,
                 **({ATTR.FAIL_REASON: "RuntimeError: boom"} if spec.state == TrialState.FAIL
                    else {}),
+                **({ATTR.STOP_REASON: spec.stop_reason} if spec.stop_reason else {}),
             },
             intermediate_values={k + 1: v for k, v in enumerate(spec.curve)},
         )
         trial.datetime_start = dt.datetime.fromtimestamp(start)
         trial.datetime_complete = dt.datetime.fromtimestamp(end)
         study.add_trial(trial)
+        record_rungs(study, pruner, len(study.trials) - 1)
     if running:
         start = min(free)
         trial = optuna.trial.create_trial(
@@ -144,6 +168,7 @@ def make_launcher_study(
         )
         trial.datetime_start = dt.datetime.fromtimestamp(start)
         study.add_trial(trial)
+        record_rungs(study, pruner, len(study.trials) - 1)
     for _ in range(waiting):
         study.enqueue_trial({})
     return study
@@ -229,20 +254,26 @@ def test_trials_frame_matches_the_study(study: optuna.Study) -> None:
             assert math.isnan(row["value"])
     assert frame.loc[frame["state"] == "FAIL", "fail_reason"].tolist() == ["RuntimeError: boom"]
     assert frame["start_s"].min() == 0.0
-    # rank 1 is the best COMPLETE trial; COMPLETE trials rank before all others
+    # each trial's best value at any epoch, and the epoch: the ranking's key, whatever the state
+    for trial, (_, row) in zip(started, frame.iterrows(), strict=True):
+        values = trial.intermediate_values
+        assert row["best_value"] == pytest.approx(min(values.values()))
+        assert row["best_step"] == min(values, key=lambda s: (values[s], s))
+        assert row["bracket"] == 0  # ASHA: one bracket
+        assert pd.isna(row["stopped_by"]) if trial.state != TrialState.PRUNED else (
+            row["stopped_by"] == "pruner")
     ranked = frame.sort_values("rank")
-    assert ranked.iloc[0]["trial"] == study.best_trial.number == 3
-    n_complete = int((frame["state"] == "COMPLETE").sum())
-    assert set(ranked["state"].iloc[:n_complete]) == {"COMPLETE"}
-    assert ranked["state"].iloc[-1] == "FAIL"
+    assert ranked["rank"].tolist() == list(range(1, len(frame) + 1))
+    assert ranked["best_value"].is_monotonic_increasing
+    assert ranked["trial"].tolist() == [3, 0, 6, 7, 8, 2, 4, 1, 5]
 
 
 def test_curves_frame_has_one_row_per_reported_epoch(study: optuna.Study) -> None:
     curves = curves_frame(study)
     started = [t for t in study.trials if t.state != TrialState.WAITING]
     assert len(curves) == sum(len(t.intermediate_values) for t in started)
-    assert list(curves.columns) == ["trial", "state", "step", "value", "time", "elapsed_s",
-                                    "trial_elapsed_s"]
+    assert list(curves.columns) == ["trial", "state", "stopped_by", "bracket", "step", "value",
+                                    "time", "elapsed_s", "trial_elapsed_s"]
     for trial in started:
         rows = curves[curves["trial"] == trial.number]
         assert list(rows["step"]) == sorted(trial.intermediate_values)
@@ -257,17 +288,35 @@ def test_curves_frame_has_one_row_per_reported_epoch(study: optuna.Study) -> Non
     assert (timed["elapsed_s"] == timed["time"] - T0).all()
 
 
-def test_incumbent_frame_is_best_so_far_in_end_time_order(study: optuna.Study) -> None:
+def test_incumbent_frame_is_best_value_reported_so_far(study: optuna.Study) -> None:
     inc = incumbent_frame(study)
-    complete = sorted((t for t in study.trials if t.state == TrialState.COMPLETE),
-                      key=lambda t: t.user_attrs[ATTR.END])
-    assert list(inc["trial"]) == [t.number for t in complete]
-    assert list(inc["best"]) == pytest.approx(pd.Series([t.value for t in complete]).cummin())
-    assert list(inc["improved"]) == [True, True, False]
-    assert inc["elapsed_s"].is_monotonic_increasing
+    started = [t for t in study.trials if t.state != TrialState.WAITING]
+    complete = [t for t in started if t.state == TrialState.COMPLETE]
+    # one row per value any trial reported, and one per COMPLETE trial's final value
+    epochs = inc[inc["kind"] == "epoch"]
+    assert len(epochs) == sum(len(t.intermediate_values) for t in started)
+    assert sorted(inc.loc[inc["kind"] == "final", "trial"]) == [t.number for t in complete]
+    assert inc["time"].is_monotonic_increasing
+    for trial in started:  # every epoch at its recorded end time (the RUNNING one: estimated)
+        rows = epochs[epochs["trial"] == trial.number].sort_values("step")
+        assert rows["value"].tolist() == [trial.intermediate_values[s] for s in rows["step"]]
+        if ATTR.EPOCH_END_TIMES in trial.user_attrs:
+            assert rows["time"].tolist() == pytest.approx(trial.user_attrs[ATTR.EPOCH_END_TIMES])
+            assert not rows["time_estimated"].any()
+        else:
+            assert rows["time_estimated"].all() and (rows["time"] >= trial.user_attrs[
+                ATTR.START]).all()
+    assert inc["best"].tolist() == pytest.approx(inc["value"].cummin().tolist())
+    finals = inc["value"].where(inc["kind"] == "final")
+    assert inc["best_complete"].tolist() == pytest.approx(finals.cummin().ffill().tolist(),
+                                                          nan_ok=True)
+    assert inc["best_complete"].iloc[-1] == pytest.approx(study.best_value)
+    gains = inc[inc["improved"]]
+    assert gains["best"].is_monotonic_decreasing and len(gains) == gains["best"].nunique()
+    assert (gains["best_trial"] == gains["trial"]).all()
     assert inc["epochs_spent"].is_monotonic_increasing
-    # every epoch that had ended by the last completion is counted once, and the RUNNING
-    # trial (no epoch times yet) its 2 reported epochs, pro rata up to the latest time known
+    # every epoch that had ended by the last row is counted once, and the RUNNING trial
+    # (no epoch times yet) its 2 reported epochs, pro rata up to the latest time known
     last = inc["time"].iloc[-1]
     ended = sum(x <= last for t in study.trials
                 for x in t.user_attrs.get(ATTR.EPOCH_END_TIMES, []))
@@ -279,9 +328,12 @@ def test_summary_counts_compute_and_best(study: optuna.Study) -> None:
     assert summary["counts"] == {"COMPLETE": 3, "PRUNED": 4, "FAIL": 1, "RUNNING": 1,
                                  "WAITING": 2}
     assert summary["n_trials"] == len(study.trials) == 11
-    assert summary["best_trial"] == study.best_trial.number
-    assert summary["best_value"] == pytest.approx(study.best_value)
-    assert summary["best_epochs"] == 9
+    # the best value reported is the best COMPLETE trial's last epoch here
+    assert summary["best_trial"] == summary["best_complete_trial"] == study.best_trial.number
+    assert summary["best_value"] == summary["best_complete_value"] == pytest.approx(
+        study.best_value)
+    assert summary["best_step"] == summary["best_complete_epochs"] == 9
+    assert summary["best_state"] == "COMPLETE" and summary["best_stopped_by"] is None
     assert summary["epochs"] == sum(len(s.curve) for s in SCENARIO) + 2
     finished = sum(t.user_attrs[ATTR.END] - t.user_attrs[ATTR.START]
                    for t in study.trials if t.state.is_finished())
@@ -289,6 +341,8 @@ def test_summary_counts_compute_and_best(study: optuna.Study) -> None:
     assert summary["unfinished"] == 1
     assert summary["slots"] == 2 and summary["devices_unknown"] == 0
     assert limitations(study) == [
+        "incumbent trajectory: 2 value(s) without an epoch end time placed pro rata over "
+        "their trial's duration",
         "learning curves: 1 RUNNING trial(s) not drawn yet (the launcher writes epoch times "
         "when a trial ends)"]
 
@@ -323,7 +377,7 @@ def test_study_info_reads_the_stored_config(study: optuna.Study) -> None:
         pytest.param({"name": "asha", "max_resource": 9}, {}, (1, 3, 9), "asha, rungs 1, 3, 9",
                      id="asha"),
         pytest.param({"name": "hyperband", "min_resource": 2, "reduction_factor": 2,
-                      "max_resource": 10}, {}, (2, 4, 8, 10), "hyperband, rungs 2, 4, 8, 10",
+                      "max_resource": 10}, {}, (2, 4, 8, 10), "hyperband, 3 brackets",
                      id="hyperband-max-not-a-power"),
         pytest.param({"name": "asha"}, {"max_epochs": 27}, (1, 3, 9, 27), "rungs 1, 3, 9, 27",
                      id="asha-max-from-trainer"),
@@ -340,7 +394,162 @@ def test_rungs_come_from_the_pruner_settings(
     assert info.rungs == expected
     fig = plot_rungs(curves_frame(study), info)
     assert len(_gids(fig, "rung-")) == len(expected)
-    assert title in fig.axes[0].get_title()
+    assert title in fig.get_suptitle()
+
+
+# ------------------------------------------------------------------------------------------
+# The headline best, the ranking, Hyperband's brackets.
+
+#: A study whose best value came from a trial the launcher stopped at its wall-clock budget.
+STOPPED_BEST = (
+    Spec(TrialState.COMPLETE, (0.5, 0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.07, 0.06), 0.1),
+    Spec(TrialState.PRUNED, (0.95, 0.92, 0.90), 0.9),  # pruned at rung 3 with 0.90
+    Spec(TrialState.COMPLETE, (0.4, 0.2, 0.1, 0.08, 0.06, 0.05, 0.045, 0.042, 0.04), 0.2),
+    Spec(TrialState.PRUNED, (0.3, 0.009), 0.3, stop_reason=BUDGET),  # 2 epochs: at rung 1
+)
+
+
+def test_best_is_the_best_value_reported_anywhere_and_says_how_it_ended(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = str(tmp_path / "s.journal")
+    study = make_launcher_study(spec, scenario=STOPPED_BEST, running=False, waiting=0)
+    summary = summarize(study)
+    assert (summary["best_value"], summary["best_trial"], summary["best_step"]) == (
+        pytest.approx(0.009), 3, 2)
+    assert summary["best_state"] == "PRUNED" and summary["best_stopped_by"] == "budget"
+    assert summary["best_stop_reason"] == BUDGET
+    assert summary["best_params"]["lr"] == pytest.approx(0.3)
+    assert (summary["best_complete_trial"], summary["best_complete_value"],
+            summary["best_complete_epochs"]) == (2, pytest.approx(0.04), 9)
+    # the incumbent: both lines, each at its own best; the COMPLETE one is the old incumbent
+    inc = incumbent_frame(study)
+    assert inc["best"].iloc[-1] == pytest.approx(0.009) and inc["best_trial"].iloc[-1] == 3
+    assert inc["best_step"].iloc[-1] == 2
+    assert inc["best_complete"].iloc[-1] == pytest.approx(0.04)
+    assert inc["best_complete_trial"].iloc[-1] == 2
+    fig = plot_incumbent(inc, study_info(study))
+    lines = {line.get_gid(): line for line in fig.axes[0].lines}
+    assert min(lines["incumbent"].get_ydata()) == pytest.approx(0.009)
+    assert min(lines["incumbent-complete"].get_ydata()) == pytest.approx(0.04)
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert any("trial 3, epoch 2 (stopped by the budget)" in n for n in notes), notes
+    # the rungs: trial 1 pruned at rung 3, trial 3 stopped by the budget after epoch 2
+    rung_fig = plot_rungs(curves_frame(study), study_info(study), rungs_frame(study))
+    assert _points(rung_fig, "pruned") == 1 and _points(rung_fig, "stopped-by-budget") == 1
+    (stop,) = [c for c in rung_fig.axes[0].collections if c.get_gid() == "stopped-by-budget"]
+    assert tuple(stop.get_offsets()[0]) == pytest.approx((2, 0.009))
+    curve_fig = plot_learning_curves(curves_frame(study), study_info(study), x="epochs")
+    ends = {line.get_gid(): line for line in curve_fig.axes[0].lines}
+    assert list(ends["pruned-end"].get_xdata()) == [3]  # trial 1, by the pruner
+    assert list(ends["budget-end"].get_xdata()) == [2]  # trial 3, by the budget
+    assert ends["trial-3"].get_color() == "black"  # it reported the best value
+    # the CLI names both, and how the best trial ended
+    assert main(["--storage", spec, "--out", str(tmp_path / "rep")]) == 0
+    out = capsys.readouterr().out
+    assert ("Best validation_error observed: 0.009, trial 3 at epoch 2 (stopped by the "
+            f"study's budget: {BUDGET}; ") in out
+    assert "Best COMPLETE trial: trial 2, validation_error 0.04 after 9 epochs" in out
+    rows = pd.read_csv(tmp_path / "rep" / "trials.csv").set_index("trial")
+    assert rows.loc[3, "stopped_by"] == "budget" and rows.loc[3, "stop_reason"] == BUDGET
+    assert rows.loc[1, "stopped_by"] == "pruner"
+
+
+def test_table_ranks_by_best_value_not_by_rung_reached(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = str(tmp_path / "s.journal")
+    study = make_launcher_study(spec, scenario=STOPPED_BEST, running=False, waiting=0)
+    frame = trials_frame(study).sort_values("rank")
+    # trial 1 reached rung 3 with 0.90, trial 3 only epoch 2 but with 0.009: 3 ranks first,
+    # 1 last, whatever rung each reached
+    assert frame["trial"].tolist() == [3, 2, 0, 1]
+    assert frame["best_value"].tolist() == pytest.approx([0.009, 0.04, 0.06, 0.90])
+    assert main(["--storage", spec, "--out", str(tmp_path / "rep"), "--top", "4"]) == 0
+    out = capsys.readouterr().out
+    assert " ".join(RANK_ORDER.split()) in " ".join(out.split())  # the table says its order
+    ranks = [line.split("│")[1:3] for line in out.splitlines() if line.startswith("│")]
+    assert [int(t) for r, t in ranks if r.strip()] == [3, 2, 0, 1]
+
+
+HB_CONFIG = dict(CONFIG, study="hb", pruner={
+    "name": "hyperband", "min_resource": 1, "max_resource": 9, "reduction_factor": 3})
+
+
+def make_hyperband_study(storage: str, n_trials: int = 40) -> optuna.Study:
+    """A Hyperband study run through the real pruner, trial after trial on one slot.
+
+    Each trial reports a made-up curve epoch by epoch and stops when the pruner says so, as the
+    launcher's workers do; the launcher's timing attrs are written as it would.
+    """
+    pruner = HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3)
+    study = optuna.create_study(study_name="hb", storage=open_storage(storage), pruner=pruner,
+                                sampler=optuna.samplers.RandomSampler(seed=0))
+    study.set_user_attr(CONFIG_ATTR, json.dumps(HB_CONFIG))
+    clock = T0
+    for _ in range(n_trials):
+        trial = study.ask()
+        lr = trial.suggest_float("lr", 0.01, 1.0, log=True)
+        trial.suggest_categorical("activation", ["relu", "sigmoid"])
+        start, times, value, pruned = clock, [], 1.0, False
+        for epoch in range(1, 10):
+            value = 0.9 * abs(math.log10(lr) + 1.0) + 0.5 / epoch
+            clock += EPOCH_S
+            times.append(clock)
+            trial.report(value, epoch)
+            if trial.should_prune():
+                pruned = True
+                break
+        for key, attr in {ATTR.SLOT: 0, ATTR.DEVICE: "cpu:0", ATTR.HOST: "box",
+                          ATTR.START: start, ATTR.END: clock, ATTR.EPOCHS: len(times),
+                          ATTR.EPOCH_END_TIMES: times}.items():
+            trial.set_user_attr(key, attr)
+        if pruned:
+            study.tell(trial, state=TrialState.PRUNED)
+        else:
+            study.tell(trial, value)
+        clock += GAP_S
+    return study
+
+
+def test_hyperband_rungs_are_the_records_of_each_trials_own_bracket(tmp_path: Path) -> None:
+    study = make_hyperband_study(str(tmp_path / "hb.journal"))
+    pruner = HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3)
+    info = study_info(study)
+    assert info.brackets == ((1, 3, 9), (3, 9), (9,))
+    trials = trials_frame(study).set_index("trial")
+    brackets = {t.number: pruner.bracket_of("hb", t.number) for t in study.trials}
+    assert len(set(brackets.values())) == 3  # the scenario fills every bracket
+    assert trials["bracket"].to_dict() == brackets  # stored, or as the pruner computes it
+    stored = {t.number: t.system_attrs[BRACKET_ATTR] for t in study.trials
+              if BRACKET_ATTR in t.system_attrs}
+    assert stored and all(brackets[n] == b for n, b in stored.items())
+    rungs = rungs_frame(study)
+    assert len(rungs) == len(rung_records(study)) > 0
+    for row in rungs.itertuples(index=False):
+        trial = study.trials[row.trial]
+        assert row.bracket == brackets[row.trial]
+        assert row.rung in pruner.bracket_levels(row.bracket)[:-1]  # a decision was made there
+        last = max(trial.intermediate_values)
+        expected = "promoted" if last > row.rung else "pruned"
+        assert row.outcome == expected and (expected == "promoted" or trial.state.name ==
+                                            "PRUNED")
+    fig = plot_rungs(curves_frame(study), info, rungs)
+    panels = {ax.get_gid(): ax for ax in fig.axes if ax.get_visible()}
+    assert sorted(panels) == ["bracket-0", "bracket-1", "bracket-2"]
+    for bracket, levels in enumerate(info.brackets):
+        ax = panels[f"bracket-{bracket}"]
+        assert sorted(a.get_gid() for a in ax.lines if a.get_gid().startswith("rung-")) == sorted(
+            f"rung-{r}" for r in levels)
+        mine = {n for n, b in brackets.items() if b == bracket}
+        drawn = {int(a.get_gid().split("-")[1]) for a in ax.lines
+                 if a.get_gid().startswith("trial-")}
+        assert drawn == mine, bracket
+        for kind in ("promoted", "pruned"):
+            points = [p for c in ax.collections if c.get_gid() == kind for p in c.get_offsets()]
+            expected = rungs[(rungs["bracket"] == bracket) & (rungs["outcome"] == kind)]
+            assert sorted(x for x, _ in points) == sorted(expected["rung"].tolist()), kind
+            assert all(x in levels[:-1] for x, _ in points)  # only at the bracket's own rungs
 
 
 # ------------------------------------------------------------------------------------------
@@ -349,7 +558,7 @@ def test_rungs_come_from_the_pruner_settings(
 
 def test_write_report_files_match_the_study(study: optuna.Study, tmp_path: Path) -> None:
     paths = write_report(study, tmp_path / "out")
-    assert set(paths) == {"trials.csv", "curves.csv", "incumbent.csv", *PNGS}
+    assert set(paths) == {"trials.csv", "curves.csv", "incumbent.csv", "rungs.csv", *PNGS}
     trials = pd.read_csv(paths["trials.csv"])
     assert len(trials) == len(SCENARIO) + 1
     assert trials["trial"].tolist() == list(range(len(SCENARIO) + 1))
@@ -360,7 +569,8 @@ def test_write_report_files_match_the_study(study: optuna.Study, tmp_path: Path)
     assert curves.groupby("trial")["step"].max().tolist() == [len(s.curve) for s in SCENARIO] + [2]
     assert curves.dropna(subset=["time"])["time"].min() == pytest.approx(T0 + SETUP_S + EPOCH_S)
     incumbent = pd.read_csv(paths["incumbent.csv"])
-    assert incumbent["best"].iloc[-1] == pytest.approx(study.best_value)
+    assert incumbent["best_complete"].iloc[-1] == pytest.approx(study.best_value)
+    assert len(pd.read_csv(paths["rungs.csv"])) == len(rung_records(study))
     for name in PNGS:
         height, width, channels = _png_shape(paths[name])
         assert 900 <= width <= 1600 and 250 <= height <= 900 and channels in (3, 4), name
@@ -385,17 +595,37 @@ def test_learning_curves_draw_every_trial_with_pruned_distinct(study: optuna.Stu
     assert len(_gids(by_epochs, "trial-")) == len(SCENARIO) + 1
 
 
+def test_rungs_frame_is_the_pruners_records_with_outcomes(study: optuna.Study) -> None:
+    rungs = rungs_frame(study)
+    stored = rung_records(study)
+    assert [tuple(r) for r in rungs[["bracket", "rung", "trial", "value"]].itertuples(
+        index=False)] == [tuple(r) for r in stored]
+    by_trial = {t.number: t for t in study.trials}
+    for row in rungs.itertuples(index=False):
+        trial = by_trial[row.trial]
+        last = max(trial.intermediate_values)
+        assert row.step == row.rung  # reports every epoch: the rung's own epoch reached it
+        if last > row.rung:
+            assert row.outcome == "promoted"
+        else:  # here, only PRUNED trials stop at a rung
+            assert trial.state == TrialState.PRUNED and row.outcome == "pruned", row
+
+
 def test_rung_plot_marks_rungs_promotions_and_stops(study: optuna.Study) -> None:
-    fig = plot_rungs(curves_frame(study), study_info(study))
+    fig = plot_rungs(curves_frame(study), study_info(study), rungs_frame(study))
+    assert len([ax for ax in fig.axes if ax.get_visible()]) == 1  # ASHA: one bracket
     assert sorted(_gids(fig, "rung-")) == sorted(f"rung-{r}" for r in RUNGS)
     curves = [s.curve for s in SCENARIO] + [(0.55, 0.4)]
-    promoted = sum(1 for c in curves for r in RUNGS if len(c) > r)
-    stopped = sum(1 for s in SCENARIO if s.state == TrialState.PRUNED and len(s.curve) in RUNGS)
+    promoted = sum(1 for c in curves for r in RUNGS[:-1] if len(c) > r)
+    pruned = sum(1 for s in SCENARIO if s.state == TrialState.PRUNED and len(s.curve) in RUNGS)
     assert _points(fig, "promoted") == promoted == 10
-    assert _points(fig, "stopped") == stopped == 4
+    assert _points(fig, "pruned") == pruned == 4
     assert _points(fig, "completed") == 3
     assert _points(fig, "failed") == 1 and _points(fig, "running") == 1
+    assert _points(fig, "stopped-by-budget") == 0
     assert len(_gids(fig, "trial-")) == len(SCENARIO) + 1
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["9 in, 7 on", "5 in, 3 on", "3 in"]  # records at 1 and 3; 3 reached 9
 
 
 def test_timeline_has_a_bar_per_trial_on_its_slot(study: optuna.Study) -> None:
@@ -419,12 +649,18 @@ def test_timeline_has_a_bar_per_trial_on_its_slot(study: optuna.Study) -> None:
     assert all("idle" in label for label in labels)
 
 
-def test_incumbent_plot_draws_each_completion(study: optuna.Study) -> None:
+def test_incumbent_plot_draws_both_incumbents(study: optuna.Study) -> None:
     inc = incumbent_frame(study)
     fig = plot_incumbent(inc, study_info(study))
-    assert _points(fig, "completed") == 3 and _points(fig, "improvements") == 2
-    (step,) = [line for line in fig.axes[0].lines if line.get_gid() == "incumbent"]
-    assert min(step.get_ydata()) == pytest.approx(study.best_value)
+    assert _points(fig, "completed") == 3
+    assert _points(fig, "reported") == int((inc["kind"] == "epoch").sum())
+    assert _points(fig, "improvements") == int(inc["improved"].sum())
+    lines = {line.get_gid(): line for line in fig.axes[0].lines}
+    assert min(lines["incumbent"].get_ydata()) == pytest.approx(inc["best"].min())
+    assert min(lines["incumbent-complete"].get_ydata()) == pytest.approx(study.best_value)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("any trial, any epoch" in label for label in labels)
+    assert any("COMPLETE trial so far" in label for label in labels)
 
 
 # ------------------------------------------------------------------------------------------
@@ -465,7 +701,12 @@ def test_compare_time_and_epochs_to_reach_the_other_best(tmp_path: Path) -> None
     assert pairs["reached"].all()  # the same values, half the time per epoch
     row = pairs.set_index("study").loc["fast"]
     assert row["time_s"] < row["target_time_s"] and row["time_speedup"] > 1.5
-    assert row["epochs"] == row["target_epochs"] == incumbent_frame(fast)["epochs_spent"].iloc[1]
+    # the target is the best value reported anywhere: trial 3's last epoch in both studies
+    inc = incumbent_frame(fast)
+    first = inc[inc["best"] <= row["target_best"]].iloc[0]
+    assert row["target_best"] == pytest.approx(0.04) and first["trial"] == 3
+    assert row["time_s"] == pytest.approx(first["elapsed_s"])
+    assert row["epochs"] == row["target_epochs"] == first["epochs_spent"]
     paths = write_compare([fast, slow], tmp_path / "cmp")
     assert len(pd.read_csv(paths["compare.csv"])) == 2
     long = pd.read_csv(paths["incumbents.csv"])
@@ -610,11 +851,18 @@ def test_report_on_a_real_launcher_run(tmp_path: Path) -> None:
     assert len(curves) == sum(len(t.intermediate_values) for t in trials)
     assert curves["time"].notna().all()  # the launcher wrote every epoch's end time
     complete = [t for t in trials if t.state == TrialState.COMPLETE]
+    incumbent = pd.read_csv(out / "incumbent.csv")
+    values = [v for t in trials for v in t.intermediate_values.values()]  # any epoch, any trial
+    assert incumbent["best"].iloc[-1] == pytest.approx(min(values))
+    assert f"Best validation_error observed: {min(values):.4g}, trial " in reported.stdout
     if complete:
-        incumbent = pd.read_csv(out / "incumbent.csv")
-        assert incumbent["best"].iloc[-1] == pytest.approx(study.best_value)
-    for name in PNGS if complete else PNGS[1:]:
+        assert incumbent["best_complete"].iloc[-1] == pytest.approx(study.best_value)
+    for name in PNGS:  # incumbent.png too: a value was reported even if no trial completed
         height, width, _ = _png_shape(out / name)
         assert width >= 900 and height >= 250, name
-    rung_fig = plot_rungs(curves_frame(study), study_info(study))
+    rungs = pd.read_csv(out / "rungs.csv")
+    assert len(rungs) == len(rung_records(study)) > 0  # the pruner's own records
+    rung_fig = plot_rungs(curves_frame(study), study_info(study), rungs_frame(study))
     assert sorted(_gids(rung_fig, "rung-")) == ["rung-1", "rung-3"]
+    for kind in ("promoted", "pruned"):
+        assert _points(rung_fig, kind) == int((rungs["outcome"] == kind).sum()), kind

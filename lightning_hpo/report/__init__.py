@@ -15,6 +15,8 @@ Python API (the CLI prints and writes exactly these)::
     trials = trials_frame(study)                       # one row per started trial
     curves = curves_frame(study)                       # one row per reported epoch
     inc = incumbent_frame(study)                       # best-so-far over wall-clock
+    rungs = rungs_frame(study)                         # the pruner's rung records
+    summarize(study)["best_value"]                     # best value reported at any epoch
     summarize(study)["device_seconds"]                 # compute spent, device-seconds
     paths = write_report(study, "reports/quickstart")  # {"trials.csv": Path, ..., "rungs.png": ...}
 
@@ -51,6 +53,7 @@ from lightning_hpo.report.tables import (
     _curves_frame,
     _incumbent_frame,
     _labels,
+    _rungs_frame,
     _Snapshot,
     _snapshot,
     _trials_frame,
@@ -60,6 +63,7 @@ from lightning_hpo.report.tables import (
     limitations,
     load,
     load_ref,
+    rungs_frame,
     study_info,
     summarize,
     trials_frame,
@@ -80,6 +84,7 @@ __all__ = [
     "plot_learning_curves",
     "plot_rungs",
     "plot_timeline",
+    "rungs_frame",
     "study_info",
     "summarize",
     "trials_frame",
@@ -103,23 +108,29 @@ def _write_report(snap: _Snapshot, out_dir: str | Path) -> dict[str, Path]:
     _check_not_empty(snap)
     out = _out_dir(out_dir)
     trials, curves, inc = _trials_frame(snap), _curves_frame(snap), _incumbent_frame(snap)
+    rungs = _rungs_frame(snap)
     paths: dict[str, Path] = {}
     try:
-        for name, frame in (("trials.csv", trials), ("curves.csv", curves),
-                            ("incumbent.csv", inc)):
+        tables = [("trials.csv", trials), ("curves.csv", curves), ("incumbent.csv", inc)]
+        if snap.info.brackets:
+            tables.append(("rungs.csv", rungs))
+        for name, frame in tables:
             paths[name] = out / name
             frame.to_csv(paths[name], index=False)
         figures = {}
-        if not inc.empty:
+        improved = inc[inc["improved"]]
+        if not improved.empty:
             figures["incumbent.png"] = plot_incumbent(
                 inc, snap.info, until_s=float(trials["end_s"].max(skipna=True))
             )
         if not curves.empty:
-            best = None if inc.empty else int(inc.loc[inc["improved"], "trial"].iloc[-1])
+            best = None if improved.empty else int(improved["best_trial"].iloc[-1])
             figures["learning_curves.png"] = plot_learning_curves(
                 curves, snap.info, best_trial=best
             )
-            figures["rungs.png"] = plot_rungs(curves, snap.info)
+            figures["rungs.png"] = plot_rungs(
+                curves, snap.info, rungs if snap.info.brackets else None
+            )
         if trials["slot"].notna().any():
             figures["timeline.png"] = plot_timeline(trials, snap.info, curves)
         for name, fig in figures.items():
@@ -134,8 +145,9 @@ def write_report(study: optuna.Study, out_dir: str | Path) -> dict[str, Path]:
     """Write a study's CSV tables and PNG plots into ``out_dir`` (created if missing).
 
     Files: ``trials.csv`` (:func:`trials_frame`), ``curves.csv`` (:func:`curves_frame`),
-    ``incumbent.csv`` (:func:`incumbent_frame`), and the plots ``incumbent.png``,
-    ``learning_curves.png``, ``rungs.png`` and ``timeline.png`` where the study has what they
+    ``incumbent.csv`` (:func:`incumbent_frame`), ``rungs.csv`` (:func:`rungs_frame`, for a
+    study with our pruner), and the plots ``incumbent.png``, ``learning_curves.png``,
+    ``rungs.png`` (one panel per bracket) and ``timeline.png`` where the study has what they
     need (see :func:`limitations`).
 
     Returns:
@@ -150,8 +162,8 @@ def write_report(study: optuna.Study, out_dir: str | Path) -> dict[str, Path]:
         >>> study = load("runs/quickstart.journal")  # doctest: +SKIP
         >>> paths = write_report(study, "reports/quickstart")  # doctest: +SKIP
         >>> sorted(paths)  # doctest: +SKIP
-        ['curves.csv', 'incumbent.csv', 'incumbent.png', 'learning_curves.png', 'rungs.png',
-         'timeline.png', 'trials.csv']
+        ['curves.csv', 'incumbent.csv', 'incumbent.png', 'learning_curves.png', 'rungs.csv',
+         'rungs.png', 'timeline.png', 'trials.csv']
     """
     return _write_report(_snapshot(study), out_dir)
 

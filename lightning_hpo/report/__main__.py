@@ -36,10 +36,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lightning_hpo.report",
         description="Report on an Optuna study, ours or any other: a table of the best trials,\n"
-        "counts by state, the compute spent (epochs, device-seconds), trials.csv, curves.csv,\n"
-        "incumbent.csv, and four plots: incumbent trajectory, learning curves, rungs, worker\n"
-        "timeline. With --compare, overlay several studies' incumbent trajectories and show\n"
-        "the time and epochs each took to reach the others' final best.",
+        "counts by state, the best value reported at any epoch of any trial and the best\n"
+        "COMPLETE trial, the compute spent (epochs, device-seconds), trials.csv, curves.csv,\n"
+        "incumbent.csv, rungs.csv, and four plots: incumbent trajectory, learning curves,\n"
+        "rungs (one panel per bracket), worker timeline. With --compare, overlay several\n"
+        "studies' incumbent trajectories and show the time and epochs each took to reach the\n"
+        "others' best.",
         epilog="examples:\n"
         "  python -m lightning_hpo.report --storage runs/quickstart.journal\n"
         "  python -m lightning_hpo.report --storage sqlite:///runs/all.db --study lenet-asha "
@@ -93,13 +95,41 @@ def _params(row: Any, columns: list[str]) -> str:
     return " ".join(parts)
 
 
+def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
+    """The headline best (any trial, any epoch) and the best COMPLETE trial, in words."""
+    if summary["best_trial"] is None:
+        return ["Best: no value reported yet"]
+    params = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_params"].items())
+    state = summary["best_state"]
+    if state == "PRUNED" and summary["best_stopped_by"] == "budget":
+        how = f"stopped by the study's budget: {summary['best_stop_reason']}"
+    elif state == "PRUNED":
+        how = "PRUNED by the pruner"
+    else:
+        how = str(state)
+    at = "" if summary["best_step"] is None else f" at epoch {summary['best_step']}"
+    lines = [f"Best {metric} observed: {_fmt(summary['best_value'])}, trial "
+             f"{summary['best_trial']}{at} ({how}; {params})"]
+    if summary["best_complete_trial"] is None:
+        lines.append("Best COMPLETE trial: none yet")
+    else:
+        done = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_complete_params"].items())
+        lines.append(f"Best COMPLETE trial: trial {summary['best_complete_trial']}, {metric} "
+                     f"{_fmt(summary['best_complete_value'])} after "
+                     f"{summary['best_complete_epochs']} epochs ({done})")
+    return lines
+
+
 def _safe(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
 
 
 def _report(args: argparse.Namespace, console: Console) -> None:
+    import pandas as pd
+
     from lightning_hpo.report import _write_report
     from lightning_hpo.report.tables import (
+        RANK_ORDER,
         STATES,
         _limitations,
         _snapshot,
@@ -122,38 +152,40 @@ def _report(args: argparse.Namespace, console: Console) -> None:
                   f"{info.metric}{pruning}")
     ranked = trials.dropna(subset=["rank"]).sort_values("rank")
     shown = ranked.head(max(args.top, 0))
-    table = Table(title=f"Best {len(shown)} of {len(trials)} started trials",
+    table = Table(title=f"Best {len(shown)} of {len(trials)} started trials, {RANK_ORDER}",
                   header_style="bold", title_justify="left")
-    for column in ("rank", "trial", "state", "epochs", info.metric, "duration", "params"):
+    best_column = f"best {info.metric}\n@ epoch"
+    for column in ("rank", "trial", "state", "epochs", best_column, "final/last", "duration",
+                   "params"):
         if column == "params":
             table.add_column(column, min_width=24, overflow="fold")
         else:
-            numeric = column in ("rank", "trial", "epochs", info.metric, "duration")
+            numeric = column not in ("state", "params")
             table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
     param_columns = [c for c in trials.columns if c.startswith("params_")]
     for _, row in shown.iterrows():
-        complete = row["state"] == "COMPLETE"
-        value = Text(_fmt(row["value"] if complete else row["last_value"]))
-        if not complete:
-            value.append(" (last)", style="dim")
+        state = Text(str(row["state"]), style=_STYLE.get(str(row["state"]), ""))
+        if row["stopped_by"] == "budget":
+            state.append(" (budget)", style="dim")
+        best = Text(_fmt(row["best_value"]))
+        if pd.notna(row["best_step"]):
+            best.append(f" @ {row['best_step']}", style="dim")
+        last = row["value"] if row["state"] == "COMPLETE" else row["last_value"]
         table.add_row(
-            str(int(row["rank"])), str(row["trial"]),
-            Text(str(row["state"]), style=_STYLE.get(str(row["state"]), "")),
-            str(row["epochs"]), value,
+            str(int(row["rank"])), str(row["trial"]), state, str(row["epochs"]), best,
+            _fmt(last),
             "running" if row["state"] == "RUNNING" else _duration(row["duration_s"]),
             _params(row, param_columns),
         )
     console.print(table)
+    if (shown["stopped_by"] == "budget").any():
+        console.print("PRUNED (budget): stopped when the study's budget was spent, not by the "
+                      "pruner (trials.csv: stop_reason)")
     counts = summary["counts"]
     text = ", ".join(f"{counts[s]} {s.lower()}" for s in STATES if counts.get(s))
     console.print(f"Trials: {summary['n_trials']} ({text})")
-    if summary["best_trial"] is not None:
-        params = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_params"].items())
-        console.print(f"Best: trial {summary['best_trial']}, {info.metric} "
-                      f"{_fmt(summary['best_value'])} after {summary['best_epochs']} epochs "
-                      f"({params})")
-    else:
-        console.print("Best: no COMPLETE trial yet")
+    for line in _best_lines(summary, info.metric):
+        console.print(line)
     slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
     device_s = summary["device_seconds"]
     running = (f" (+ {summary['unfinished']} running trial(s) not counted in device-s)"
@@ -183,8 +215,8 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
     out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(labels))
     pairs, paths = _write_compare(snaps, out)
     info = next(iter(snaps.values())).info
-    overview = Table(title=f"Studies compared ({info.direction} {info.metric})",
-                     header_style="bold", title_justify="left")
+    overview = Table(title=f"Studies compared ({info.direction} {info.metric}; best: reported "
+                     "at any epoch of any trial)", header_style="bold", title_justify="left")
     for column in ("study", "trials", "best", "wall-clock", "epochs", "device-s"):
         overview.add_column(column, justify="left" if column == "study" else "right")
     for label, snap in snaps.items():

@@ -100,14 +100,21 @@ def plot_incumbent(
 ) -> Figure:
     """Best value so far against wall-clock seconds since the study's first trial started.
 
+    Two labelled step lines: the best value any trial reported at any epoch (the default
+    incumbent of multi-fidelity search: a PRUNED trial's good epoch counts), and, dashed, the
+    best COMPLETE trial's final value so far (the classic incumbent, which a study whose
+    trials are mostly pruned rarely moves). Every reported value is a faint dot behind them.
+
     Args:
         incumbent: :func:`~lightning_hpo.report.incumbent_frame`.
         info: :func:`~lightning_hpo.report.study_info`.
         until_s: draw the last best up to here (s), e.g. the study's last trial end.
 
     Returns:
-        The figure: a step line (``gid="incumbent"``), every COMPLETE trial as a grey dot
-        (``gid="completed"``) and each new best as a marker (``gid="improvements"``).
+        The figure: the step lines (``gid="incumbent"`` and ``gid="incumbent-complete"``),
+        every reported value as a faint dot (``gid="reported"``), every COMPLETE final value
+        as a dot (``gid="completed"``), each new best as a marker (``gid="improvements"``, and
+        ``gid="improvements-complete"`` on the dashed line).
 
     Example::
 
@@ -118,27 +125,70 @@ def plot_incumbent(
     ax.set_title(f"Incumbent trajectory of study '{info.name}'")
     ax.set_xlabel(_WALL)
     ax.set_ylabel(f"best {_label(info)}")
-    if incumbent.empty:
-        _empty(ax, "no COMPLETE trial yet")
+    valid = incumbent.dropna(subset=["best"])
+    if valid.empty:
+        _empty(ax, "no value reported yet")
         return fig
-    x = incumbent["elapsed_s"].to_numpy(float)
-    best = incumbent["best"].to_numpy(float)
-    end = max(float(x[-1]), until_s or 0.0)
-    ax.step(np.append(x, end), np.append(best, best[-1]), where="post", color="C0", lw=2,
-            label="best so far", gid="incumbent", zorder=3)
-    ax.scatter(x, incumbent["value"], s=18, color="0.6", label="COMPLETE trial (final value)",
-               gid="completed", zorder=2)
+    end = max(float(incumbent["elapsed_s"].max()), until_s or 0.0)
+    reported = incumbent[incumbent["kind"] == "epoch"]
+    ax.scatter(reported["elapsed_s"], reported["value"], s=7, color="0.72", linewidths=0,
+               label=f"value reported at an epoch ({len(reported)})", gid="reported", zorder=1)
+    finals = incumbent[incumbent["kind"] == "final"]
+    if not finals.empty:
+        ax.scatter(finals["elapsed_s"], finals["value"], s=20, facecolor="none",
+                   edgecolor="C1", linewidths=0.9, gid="completed", zorder=2,
+                   label=f"COMPLETE trial's final value ({len(finals)})")
+    x, best = valid["elapsed_s"].to_numpy(float), valid["best"].to_numpy(float)
+    ax.step(np.append(x, end), np.append(best, best[-1]), where="post", color="C0", lw=3.2,
+            alpha=0.85, label="best value reported so far\n(any trial, any epoch)",
+            gid="incumbent", zorder=3)
     gains = incumbent[incumbent["improved"]]
-    ax.scatter(gains["elapsed_s"], gains["best"], s=46, color="C0", edgecolor="white",
-               label="new best", gid="improvements", zorder=4)
+    ax.scatter(gains["elapsed_s"], gains["best"], s=44, color="C0", edgecolor="white",
+               gid="improvements", zorder=4)
     last = gains.iloc[-1]
-    ax.annotate(f"trial {int(last['trial'])}: {last['best']:.4g}", (last["elapsed_s"],
-                last["best"]), xytext=(8, 8), textcoords="offset points", color="C0")
+    where = f"epoch {int(last['step'])}" if pd.notna(last["step"]) else "final"
+    _note(ax, f"{last['best']:.4g}: trial {int(last['trial'])}, {where} "
+          f"({_outcome(last['state'], last['stopped_by'])})",
+          (end, last["best"]), below=True, color="C0")
+    complete = incumbent.dropna(subset=["best_complete"])
+    if complete.empty:
+        ax.plot([], [], color="C1", ls="--", lw=1.8, gid="incumbent-complete",
+                label="best COMPLETE trial so far:\nno COMPLETE trial yet")
+    else:
+        xc, bc = complete["elapsed_s"].to_numpy(float), complete["best_complete"].to_numpy(float)
+        # on top of the thick solid line, so that both show where they coincide
+        ax.step(np.append(xc, end), np.append(bc, bc[-1]), where="post", color="C1", ls="--",
+                lw=1.6, label="best COMPLETE trial so far\n(its final value)",
+                gid="incumbent-complete", zorder=5)
+        gains_c = incumbent[incumbent["improved_complete"]]
+        ax.scatter(gains_c["elapsed_s"], gains_c["best_complete"], s=26, color="C1",
+                   edgecolor="white", gid="improvements-complete", zorder=6)
+        last_c = gains_c.iloc[-1]
+        _note(ax, f"{last_c['best_complete']:.4g}: trial {int(last_c['trial'])} (COMPLETE)",
+              (end, last_c["best_complete"]), below=False, color="C1")
     _value_scale(ax, incumbent["value"])
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)
     fig.legend(loc="outside right upper")
     return fig
+
+
+def _note(
+    ax: matplotlib.axes.Axes, text: str, xy: tuple[float, float], *, below: bool, color: str
+) -> None:
+    """A label ending at ``xy`` (a line's right end), just above or below the line."""
+    note = ax.annotate(text, xy, xytext=(-2, -13 if below else 5), textcoords="offset points",
+                       ha="right", color=color, fontsize=9, zorder=7,
+                       bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none",
+                             "alpha": 0.85})
+    note.set_in_layout(False)  # a label must not shrink the axes
+
+
+def _outcome(state: Any, stopped_by: Any) -> str:
+    """A trial's end in words: COMPLETE, PRUNED by the pruner, stopped by the budget..."""
+    if state == "PRUNED":
+        return "stopped by the budget" if stopped_by == "budget" else "PRUNED by the pruner"
+    return str(state)
 
 
 # ------------------------------------------------------------------------------------------
@@ -159,15 +209,17 @@ def plot_learning_curves(
 ) -> Figure:
     """The metric of every trial, a line per trial, against wall-clock (or epochs).
 
-    COMPLETE trials are solid blue, PRUNED dashed grey ending in an ``x`` where they were
-    stopped, FAIL dotted red, RUNNING thin cyan; the best trial is thick black.
+    COMPLETE trials are solid blue, PRUNED dashed grey ending in an ``x`` where the pruner
+    stopped them (a square where the study's budget did), FAIL dotted red, RUNNING thin
+    cyan; the trial that reported the best value is thick black.
 
     Args:
         curves: :func:`~lightning_hpo.report.curves_frame`.
         info: :func:`~lightning_hpo.report.study_info`.
         x: ``wallclock`` (s since the first trial started; trials without epoch times are
             left out), ``epochs``, or ``auto`` (wall-clock when any trial has epoch times).
-        best_trial: the trial to highlight (default: the best COMPLETE final value).
+        best_trial: the trial to highlight (default: the one that reported the best value,
+            at any epoch).
 
     Returns:
         The figure; each trial is one line with ``gid=f"trial-{number}"``.
@@ -190,12 +242,14 @@ def plot_learning_curves(
         _empty(ax, "no intermediate values to draw")
         return fig
     if best_trial is None:
-        finals = data[data["state"] == "COMPLETE"].groupby("trial")["value"].last()
-        finals = finals[np.isfinite(finals)]
-        if not finals.empty:
-            best_trial = int(finals.idxmin() if info.direction == "minimize" else finals.idxmax())
+        finite = data[np.isfinite(data["value"].to_numpy(float))]
+        if not finite.empty:
+            pick = finite["value"].idxmin() if info.direction == "minimize" else (
+                finite["value"].idxmax())
+            best_trial = int(finite.loc[pick, "trial"])
     counts: dict[str, int] = {}
     stops: list[tuple[float, float]] = []
+    budget: list[tuple[float, float]] = []  # PRUNED because the study's budget was spent
     fade = min(1.0, 40 / max(1, data["trial"].nunique()))  # many trials: lighter lines
     for number, rows in data.sort_values([column]).groupby("trial", sort=True):
         state = str(rows["state"].iloc[0])
@@ -207,11 +261,14 @@ def plot_learning_curves(
         ax.plot(rows[column], rows["value"], marker="." if len(rows) == 1 else None,
                 gid=f"trial-{number}", zorder=5 if number == best_trial else 2, **style)
         if state == "PRUNED":
-            stops.append((rows[column].iloc[-1], rows["value"].iloc[-1]))
-    if stops:
-        x_stop, y_stop = zip(*stops, strict=True)
-        ax.plot(x_stop, y_stop, marker="x", ms=5, color=_CURVE_STYLE["PRUNED"]["color"],
-                ls="none", gid="pruned-end", zorder=2)
+            by_budget = "stopped_by" in rows and rows["stopped_by"].iloc[0] == "budget"
+            (budget if by_budget else stops).append(
+                (rows[column].iloc[-1], rows["value"].iloc[-1]))
+    for points, marker, gid in ((stops, "x", "pruned-end"), (budget, "s", "budget-end")):
+        if points:
+            x_stop, y_stop = zip(*points, strict=True)
+            ax.plot(x_stop, y_stop, marker=marker, ms=5, color=_CURVE_STYLE["PRUNED"]["color"],
+                    ls="none", gid=gid, zorder=2)
     _value_scale(ax, data["value"])
     if x == "epochs":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -221,8 +278,12 @@ def plot_learning_curves(
                                                    if k != "alpha"})
         for state, n in counts.items() if state in _CURVE_STYLE
     ]
+    if budget:
+        handles.append(Line2D([], [], marker="s", ls="none", color=_CURVE_STYLE["PRUNED"][
+            "color"], label=f"stopped by the budget ({len(budget)})"))
     if best_trial is not None and best_trial in set(data["trial"]):
-        handles.append(Line2D([], [], color="black", lw=2.6, label=f"best: trial {best_trial}"))
+        handles.append(Line2D([], [], color="black", lw=2.6,
+                              label=f"best value: trial {best_trial}"))
     fig.legend(handles=handles, loc="outside right upper", title="trials")
     return fig
 
@@ -230,103 +291,184 @@ def plot_learning_curves(
 # ------------------------------------------------------------------------------------------
 _RUNG_MARKERS: dict[str, dict[str, Any]] = {
     "promoted": {"marker": "^", "color": "#2ca02c", "label": "promoted past the rung"},
-    "stopped": {"marker": "X", "color": "#d62728", "label": "stopped (PRUNED) here"},
+    "pruned": {"marker": "X", "color": "#d62728", "label": "PRUNED here by the pruner"},
+    "stopped-by-budget": {"marker": "s", "color": "0.35",
+                          "label": "stopped by the study's budget (last epoch)"},
     "completed": {"marker": "o", "color": "C0", "label": "COMPLETE (final epoch)"},
     "failed": {"marker": "D", "color": "#9467bd", "label": "FAIL (last epoch)"},
     "running": {"marker": "o", "color": STATE_COLORS["RUNNING"], "label": "RUNNING (so far)"},
 }
 
 
-def _rung_points(curves: pd.DataFrame, rungs: tuple[int, ...]) -> pd.DataFrame:
-    """One row per marker: (trial, step, value, kind)."""
+def _rung_points(
+    curves: pd.DataFrame, rungs: pd.DataFrame | None
+) -> pd.DataFrame:
+    """One row per marker: (bracket, trial, step, value, kind).
+
+    Promotions and prunings come from the pruner's records (``rungs``); every trial's last
+    epoch gets a marker by how it ended, except a trial PRUNED where its record says so.
+    """
     rows = []
-    levels = set(rungs)
+    pruned_at_rung: set[int] = set()
+    if rungs is not None:
+        for row in rungs.itertuples(index=False):
+            if row.outcome in ("promoted", "pruned"):
+                rows.append({"bracket": row.bracket, "trial": row.trial, "step": row.rung,
+                             "value": row.value, "kind": row.outcome})
+            if row.outcome == "pruned":
+                pruned_at_rung.add(int(row.trial))
     for number, trial in curves.groupby("trial"):
-        trial = trial.sort_values("step")
-        state = str(trial["state"].iloc[0])
-        last = int(trial["step"].iloc[-1])
-        for step, value in zip(trial["step"], trial["value"], strict=True):
-            step = int(step)
-            if step != last and step not in levels:
-                continue
-            if step < last:
-                kind = "promoted"
-            else:
-                kind = {"PRUNED": "stopped", "COMPLETE": "completed", "FAIL": "failed"}.get(
-                    state, "running")
-            rows.append({"trial": number, "step": step, "value": value, "kind": kind})
-    return pd.DataFrame(rows, columns=["trial", "step", "value", "kind"])
+        if number in pruned_at_rung:
+            continue
+        last = trial.sort_values("step").iloc[-1]
+        state, stopped_by = str(last["state"]), last.get("stopped_by")
+        if state == "PRUNED":
+            kind = "stopped-by-budget" if stopped_by == "budget" else "pruned"
+        else:
+            kind = {"COMPLETE": "completed", "FAIL": "failed"}.get(state, "running")
+        rows.append({"bracket": last.get("bracket"), "trial": number, "step": int(last["step"]),
+                     "value": last["value"], "kind": kind})
+    return pd.DataFrame(rows, columns=["bracket", "trial", "step", "value", "kind"])
 
 
-def plot_rungs(curves: pd.DataFrame, info: StudyInfo) -> Figure:
-    """Epochs against the metric at the rungs: who was promoted, who was stopped where.
+def _in_bracket(frame: pd.DataFrame, bracket: int) -> pd.Series:
+    """Rows of ``frame`` whose ``bracket`` is ``bracket`` (an unknown bracket never is)."""
+    return frame["bracket"].astype("Int64").eq(bracket).fillna(False).astype(bool)
 
-    A dashed vertical line marks each rung level (``info.rungs``) with how many trials
-    reached it and how many went on. At each rung a trial that reported a later epoch is a
-    green triangle (promoted); a PRUNED trial whose last epoch is the rung a red cross
-    (stopped). Every trial's last epoch gets a marker by its state even off the rungs, and its
-    whole curve is drawn faintly behind.
+
+def _grid(n: int) -> tuple[int, int]:
+    """(rows, columns) of the panels: one row up to 3, then two rows."""
+    cols = n if n <= 3 else math.ceil(n / 2)
+    return math.ceil(n / cols), cols
+
+
+def plot_rungs(
+    curves: pd.DataFrame, info: StudyInfo, rungs: pd.DataFrame | None = None
+) -> Figure:
+    """Epochs against the metric at the rungs, one panel per bracket: who went on, who stopped.
+
+    Promotions and prunings are the pruner's own records (``rungs``), in each trial's own
+    bracket: a green triangle where a trial was let through a rung (it reported a later
+    epoch), a red cross where the pruner stopped it. Every other trial's last epoch gets a
+    marker by how it ended (COMPLETE, FAIL, RUNNING, or a grey square where the launcher
+    stopped it because the study's budget was spent), and its whole curve is drawn faintly
+    behind. A dashed vertical line marks each rung of the bracket with how many trials
+    reached it and how many went on. ASHA has one bracket; Hyperband one per
+    ``min_resource`` (Li et al., JMLR 2018), each with its own rungs.
+
+    Args:
+        curves: :func:`~lightning_hpo.report.curves_frame` (its ``bracket`` column places each
+            trial in its panel).
+        info: :func:`~lightning_hpo.report.study_info` (the brackets' rung levels).
+        rungs: :func:`~lightning_hpo.report.rungs_frame`; without it no promotion is drawn
+            and PRUNED trials are marked at their last epoch.
 
     Returns:
-        The figure; marker groups have ``gid`` ``promoted``, ``stopped``, ``completed``,
-        ``failed`` and ``running`` (one point per marker), rung lines ``rung-<level>``, the
-        faint curves ``trial-<number>``.
+        The figure, one axes per bracket (``gid=f"bracket-{b}"``, a single one without a
+        pruner); marker groups have ``gid`` ``promoted``, ``pruned``, ``stopped-by-budget``,
+        ``completed``, ``failed`` and ``running`` (one point per marker), rung lines
+        ``rung-<level>``, the faint curves ``trial-<number>``.
 
     Example::
 
-        >>> plot_rungs(curves_frame(study), study_info(study))  # doctest: +SKIP
+        >>> plot_rungs(curves_frame(study), study_info(study), rungs_frame(study))  # doctest: +SKIP
     """
-    fig = _figure()
-    ax = fig.add_subplot()
+    brackets: tuple[tuple[int, ...], ...] = info.brackets or (info.rungs,)
+    n_rows, n_cols = _grid(len(brackets))
+    fig = _figure(width=10.0 if n_cols == 1 else 13.0, height=5.6 if n_rows == 1 else 8.0)
+    axes = fig.subplots(n_rows, n_cols, sharey=True, squeeze=False).ravel()
+    for ax in axes[len(brackets):]:
+        ax.set_visible(False)
     title = f"Rungs of study '{info.name}'"
-    if info.rungs:
+    if info.pruner == "hyperband" and info.brackets:
+        title += f" (hyperband, {len(brackets)} brackets, one panel each)"
+    elif info.rungs:
         title += f" ({info.pruner}, rungs {', '.join(map(str, info.rungs))} epochs)"
     elif info.pruner == "none":
         title += " (no pruner: final epochs only)"
     else:
         title += " (rung levels unknown: final epochs only)"
-    ax.set_title(title, pad=16 if info.rungs else 6)
-    ax.set_xlabel(_steps(info))
-    ax.set_ylabel(_label(info))
+    fig.suptitle(title)
+    for k, ax in enumerate(axes[: len(brackets)]):
+        if k + n_cols >= len(brackets):  # nothing drawn below it
+            ax.set_xlabel(_steps(info))
+        if k % n_cols == 0:
+            ax.set_ylabel(_label(info))
     if curves.empty:
-        _empty(ax, "no intermediate values to draw")
+        _empty(axes[0], "no intermediate values to draw")
         return fig
-    for number, trial in curves.sort_values("step").groupby("trial"):
-        ax.plot(trial["step"], trial["value"], color="0.8", lw=0.7, zorder=1,
-                gid=f"trial-{number}")
-    points = _rung_points(curves, info.rungs)
-    for kind, style in _RUNG_MARKERS.items():
-        chosen = points[points["kind"] == kind]
-        if chosen.empty:
-            continue
-        ax.scatter(chosen["step"], chosen["value"], marker=style["marker"], s=42,
-                   color=style["color"], edgecolor="white", linewidth=0.5, zorder=3,
-                   label=f"{style['label']} ({len(chosen)})", gid=kind)
+    one_panel = len(brackets) == 1 or "bracket" not in curves.columns
+    points = _rung_points(curves, rungs)
+    counts: dict[str, int] = {}
+    for b, (ax, levels) in enumerate(zip(axes, brackets, strict=False)):
+        ax.set_gid(f"bracket-{b}")
+        mine = curves if one_panel else curves[_in_bracket(curves, b)]
+        here = points if one_panel else points[_in_bracket(points, b)]
+        records = None if rungs is None else rungs[rungs["bracket"] == b]
+        if info.pruner == "hyperband" and info.brackets:
+            ax.set_title(f"bracket {b}: rung{'s' if len(levels) > 1 else ''} "
+                         f"{', '.join(map(str, levels))} ({mine['trial'].nunique()} trials)",
+                         fontsize=10, pad=16)
+        for number, trial in mine.sort_values("step").groupby("trial"):
+            ax.plot(trial["step"], trial["value"], color="0.8", lw=0.7, zorder=1,
+                    gid=f"trial-{number}")
+        for kind, style in _RUNG_MARKERS.items():
+            chosen = here[here["kind"] == kind]
+            if chosen.empty:
+                continue
+            counts[kind] = counts.get(kind, 0) + len(chosen)
+            ax.scatter(chosen["step"], chosen["value"], marker=style["marker"], s=42,
+                       color=style["color"], edgecolor="white", linewidth=0.5, zorder=3,
+                       gid=kind)
+        _rung_lines(ax, levels, mine, records)
+        if mine.empty:
+            _empty(ax, "no trial in this bracket yet")
+        _step_axis(ax, levels, mine)
+        ax.grid(alpha=0.3, axis="y")
+    _value_scale(axes[0], curves["value"])
+    handles: list[Any] = [
+        Line2D([], [], ls="none", marker=style["marker"], color=style["color"], ms=7,
+               label=f"{style['label']} ({counts[kind]})")
+        for kind, style in _RUNG_MARKERS.items() if counts.get(kind)
+    ]
+    if any(brackets):
+        handles.append(Line2D([], [], color="0.35", ls="--", lw=0.9,
+                              label="rung (trials in, promoted on)"))
+    # below the panels: the title above spans the figure, the panels keep its full width
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, max(1, len(handles))),
+               fontsize=9)
+    return fig
+
+
+def _rung_lines(
+    ax: matplotlib.axes.Axes, levels: tuple[int, ...], curves: pd.DataFrame,
+    records: pd.DataFrame | None,
+) -> None:
+    """A dashed line per rung, labelled with the trials that reached it and went on."""
     top = blended_transform_factory(ax.transData, ax.transAxes)
-    for level in info.rungs:
-        at = points[points["step"] == level]
+    reached = curves.groupby("trial")["step"].max() if not curves.empty else pd.Series()
+    for level in levels:
         ax.axvline(level, color="0.35", ls="--", lw=0.9, zorder=0, gid=f"rung-{level}")
-        went_on = int((at["kind"] == "promoted").sum())
-        text = f"{len(at)} in" if level == info.rungs[-1] else f"{len(at)} in, {went_on} on"
+        if level == levels[-1] or records is None:  # no decision at the top: who got there
+            text = f"{int((reached >= level).sum())} in"
+        else:
+            at = records[records["rung"] == level]
+            text = f"{len(at)} in, {int((at['outcome'] == 'promoted').sum())} on"
         ax.text(level, 1.01, text, transform=top, ha="center", va="bottom", fontsize=8,
                 color="0.3")
-    steps = sorted(set(int(s) for s in curves["step"]) | set(info.rungs))
-    if len(info.rungs) >= 3 and min(steps) >= 1:
+
+
+def _step_axis(ax: matplotlib.axes.Axes, levels: tuple[int, ...], curves: pd.DataFrame) -> None:
+    """Log-scaled epochs with the rungs as ticks when there are 3 or more, else integers."""
+    steps = sorted({int(s) for s in curves["step"]} | set(levels))
+    if len(levels) >= 3 and steps and min(steps) >= 1:
         ax.set_xscale("log")
-        ax.xaxis.set_major_locator(FixedLocator(list(info.rungs)))
-        ax.xaxis.set_major_formatter(FixedFormatter([str(r) for r in info.rungs]))
+        ax.xaxis.set_major_locator(FixedLocator(list(levels)))
+        ax.xaxis.set_major_formatter(FixedFormatter([str(r) for r in levels]))
         ax.xaxis.set_minor_locator(NullLocator())
     else:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    _value_scale(ax, curves["value"])
     ax.margins(x=0.06)
-    ax.grid(alpha=0.3, axis="y")
-    handles, labels = ax.get_legend_handles_labels()
-    if info.rungs:
-        handles.append(Line2D([], [], color="0.35", ls="--", lw=0.9))
-        labels.append("rung level (trials in, promoted on)")
-    fig.legend(handles, labels, loc="outside right upper")
-    return fig
 
 
 # ------------------------------------------------------------------------------------------
@@ -444,11 +586,15 @@ def plot_compare(incumbents: pd.DataFrame, info: StudyInfo) -> Figure:
     """
     fig = _figure(width=12.0, height=5.4)
     by_time, by_epochs = fig.subplots(1, 2, sharey=True)
-    fig.suptitle(f"Incumbent trajectories: best {info.metric} so far")
+    fig.suptitle(f"Incumbent trajectories: best {info.metric} reported so far "
+                 "(any trial, any epoch)")
     by_time.set_xlabel("wall-clock since each study's first trial started (s)")
     by_epochs.set_xlabel("epochs trained so far (all trials)")
     by_time.set_ylabel(f"best {_label(info)}")
     for k, (label, inc) in enumerate(incumbents.groupby("study", sort=False)):
+        inc = inc.dropna(subset=["best"])
+        if inc.empty:
+            continue
         best = inc["best"].to_numpy(float)
         for ax, column in ((by_time, "elapsed_s"), (by_epochs, "epochs_spent")):
             x = inc[column].to_numpy(float)

@@ -9,15 +9,20 @@ Times are unix seconds (``*_time``) or seconds since the study's first trial sta
 (``*_s``, "elapsed"). Trials still WAITING in the queue (never started) are left out of every
 table and counted by :func:`summarize`.
 
+"Best" means the best value any trial reported at any epoch (a PRUNED trial's epoch 3 counts as
+much as a COMPLETE trial's final value: the launcher keeps each trial's best checkpoint), as in
+multi-fidelity tools' incumbent plots; the best COMPLETE trial is given beside it
+(``best_complete_*``).
+
 Example::
 
     from lightning_hpo.report import load, trials_frame, curves_frame, incumbent_frame
 
     study = load("runs/quickstart.journal")           # the storage's only study
     trials = trials_frame(study)                      # one row per trial
-    trials.nsmallest(3, "value")[["trial", "value", "epochs", "params_lr"]]
+    trials.sort_values("rank")[["trial", "state", "best_value", "best_step", "params_lr"]]
     curves = curves_frame(study)                      # one row per reported epoch
-    incumbent_frame(study)[["elapsed_s", "best"]]     # best-so-far over wall-clock
+    incumbent_frame(study)[["elapsed_s", "best", "best_complete"]]  # best so far, wall-clock
 """
 
 from __future__ import annotations
@@ -41,10 +46,18 @@ from optuna.trial import FrozenTrial, TrialState
 from lightning_hpo.config import parse_config
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.study import ATTR, CONFIG_ATTR
-from lightning_hpo.rungs import rung_levels
+from lightning_hpo.pruners import BRACKET_ATTR, rung_records
+from lightning_hpo.rungs import (
+    bracket_min_resource,
+    bracket_of,
+    hyperband_brackets,
+    rung_levels,
+    trial_allocation_budgets,
+)
 from lightning_hpo.storage import is_rdb, mask, mask_text, open_storage
 
 __all__ = [
+    "RANK_ORDER",
     "STATES",
     "StudyInfo",
     "compare",
@@ -53,6 +66,7 @@ __all__ = [
     "limitations",
     "load",
     "load_ref",
+    "rungs_frame",
     "study_info",
     "summarize",
     "trials_frame",
@@ -64,14 +78,20 @@ _logger = logging.getLogger(__name__)
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
 
 TRIAL_COLUMNS = [
-    "rank", "trial", "state", "value", "last_value", "epochs", "duration_s", "start_time",
-    "end_time", "start_s", "end_s", "slot", "host", "device", "devices", "device_seconds",
+    "rank", "trial", "state", "best_value", "best_step", "value", "last_value", "epochs",
+    "stopped_by", "stop_reason", "bracket", "duration_s", "start_time", "end_time", "start_s",
+    "end_s", "slot", "host", "device", "devices", "device_seconds",
 ]
-CURVE_COLUMNS = ["trial", "state", "step", "value", "time", "elapsed_s", "trial_elapsed_s"]
+CURVE_COLUMNS = [
+    "trial", "state", "stopped_by", "bracket", "step", "value", "time", "elapsed_s",
+    "trial_elapsed_s",
+]
 INCUMBENT_COLUMNS = [
-    "trial", "time", "elapsed_s", "value", "best", "improved", "epochs_spent",
-    "device_seconds_spent",
+    "trial", "state", "stopped_by", "kind", "step", "time", "elapsed_s", "time_estimated",
+    "value", "best", "best_trial", "best_step", "improved", "best_complete",
+    "best_complete_trial", "improved_complete", "epochs_spent", "device_seconds_spent",
 ]
+RUNG_COLUMNS = ["bracket", "rung", "trial", "value", "step", "state", "stopped_by", "outcome"]
 COMPARE_COLUMNS = [
     "study", "target", "target_best", "reached", "time_s", "epochs", "device_seconds",
     "target_time_s", "target_epochs", "time_speedup", "epochs_speedup",
@@ -180,9 +200,14 @@ class StudyInfo:
         direction: ``"minimize"`` or ``"maximize"``.
         metric: the metric name from the launcher config, else ``"value"``.
         pruner: ``"asha"``, ``"hyperband"``, ``"none"``, or ``None`` when unknown.
-        rungs: rung levels in epochs (empty when there is no pruner or it is unknown).
+        rungs: rung levels in epochs (empty when there is no pruner or it is unknown); for
+            Hyperband, those of bracket 0 (the most aggressive).
         max_epochs: epochs a trial may train (``None`` when unknown).
         config: the launcher config (storage masked), ``{}`` for a plain Optuna study.
+        brackets: rung levels of each bracket, bracket 0 first: ``(rungs,)`` for ASHA, one
+            ladder per Hyperband bracket, ``()`` without a pruner.
+        budgets: Hyperband's per-bracket trial allocation (what assigns a trial to a bracket);
+            ``()`` for other pruners.
     """
 
     name: str
@@ -192,6 +217,8 @@ class StudyInfo:
     rungs: tuple[int, ...] = ()
     max_epochs: int | None = None
     config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    brackets: tuple[tuple[int, ...], ...] = ()
+    budgets: tuple[int, ...] = ()
 
     @property
     def from_launcher(self) -> bool:
@@ -201,6 +228,17 @@ class StudyInfo:
     def better(self, a: float, b: float) -> bool:
         """Whether value ``a`` is at least as good as ``b`` in this study's direction."""
         return a <= b if self.direction == "minimize" else a >= b
+
+    def bracket_of(self, trial_number: int) -> int | None:
+        """The pruner's bracket for a trial that has not stored one (``None`` without pruner).
+
+        Hyperband assigns brackets by a hash of the study name and trial number, so the report
+        finds the bracket of a trial that stopped before its first rung (where the pruner
+        stores it) exactly as the pruner would.
+        """
+        if self.budgets:
+            return bracket_of(self.name, trial_number, self.budgets)
+        return 0 if self.brackets else None
 
 
 def study_info(study: optuna.Study) -> StudyInfo:
@@ -232,14 +270,24 @@ def study_info(study: optuna.Study) -> StudyInfo:
         return StudyInfo(study.study_name, direction)  # type: ignore[arg-type]
     metric = raw.get("metric") if isinstance(raw.get("metric"), str) else "validation_error"
     pruner, minimum, factor, maximum, max_epochs = _pruner_settings(raw)
-    rungs: tuple[int, ...] = ()
+    brackets: tuple[tuple[int, ...], ...] = ()
+    budgets: tuple[int, ...] = ()
     if pruner in ("asha", "hyperband") and maximum is not None:
         try:
-            rungs = tuple(rung_levels(minimum, factor, maximum))
+            if pruner == "hyperband":
+                n_brackets = hyperband_brackets(minimum, maximum, factor)
+                budgets = tuple(trial_allocation_budgets(minimum, maximum, factor))
+            else:
+                n_brackets = 1
+            brackets = tuple(
+                tuple(rung_levels(bracket_min_resource(minimum, factor, b), factor, maximum))
+                for b in range(n_brackets)
+            )
         except ValueError as error:
             _logger.warning("study %s: cannot compute rungs: %s", study.study_name, error)
     return StudyInfo(
-        study.study_name, direction, metric, pruner, rungs, max_epochs, raw  # type: ignore[arg-type]
+        study.study_name, direction, metric, pruner,  # type: ignore[arg-type]
+        brackets[0] if brackets else (), max_epochs, raw, brackets=brackets, budgets=budgets,
     )
 
 
@@ -276,6 +324,9 @@ class _Trial:
     steps: list[int]
     values: list[float]
     times: list[float | None]  # epoch end times (unix s), aligned with steps
+    bracket: int | None = None  # the pruner's bracket (0 for ASHA), None without a pruner
+    stopped_by: Literal["pruner", "budget"] | None = None  # PRUNED trials only
+    stop_reason: str | None = None  # why the study's budget stopped it (``ATTR.STOP_REASON``)
 
     @property
     def number(self) -> int:
@@ -285,6 +336,32 @@ class _Trial:
     def last_value(self) -> float | None:
         return self.values[-1] if self.values else None
 
+    @property
+    def final_value(self) -> float | None:
+        """The value Optuna holds for the trial: a COMPLETE trial's return value."""
+        value = self.frozen.value if self.state == "COMPLETE" else None
+        return None if value is None else float(value)
+
+    def best(self, info: StudyInfo) -> tuple[float, int | None] | None:
+        """(value, step) of the best finite value it reported, its final value included.
+
+        The earliest step wins a tie; a COMPLETE trial's final value counts at its last
+        reported step (``None`` when it reported none) when it beats every intermediate value.
+        ``None`` when it has no finite value.
+        """
+        found: tuple[float, int | None] | None = None
+        candidates: list[tuple[float, int | None]] = list(
+            zip(self.values, self.steps, strict=True)
+        )
+        if self.final_value is not None:
+            candidates.append((self.final_value, max(self.steps, default=None)))
+        for value, step in candidates:
+            if math.isfinite(value) and (
+                found is None or (value != found[0] and info.better(value, found[0]))
+            ):
+                found = (value, step)
+        return found
+
     def busy_until(self, horizon: float) -> float | None:
         """The trial's end, or for a RUNNING trial the study's ``horizon`` (unix s)."""
         if self.start is None:
@@ -293,37 +370,64 @@ class _Trial:
 
 
 class _Spending:
-    """Compute spent by all trials up to a time: epochs and device-seconds, vectorised.
+    """Compute spent by all trials up to given times: epochs and device-seconds, vectorised.
 
     Epochs count each trial's ``epoch_end_times``; a trial without them is credited pro rata
-    over its duration (its reported epochs spread evenly from start to end).
+    over its duration (its epochs spread evenly from start to end). Both are cumulative sums
+    over sorted event times, so a whole incumbent trajectory costs a few sorts, not a pass over
+    every trial per row.
     """
 
     def __init__(self, trials: Sequence[_Trial], horizon: float) -> None:
-        started = [t for t in trials if t.start is not None]
-        timed = [bool(t.times) and all(x is not None for x in t.times) for t in started]
-        ends = [x for t, ok in zip(started, timed, strict=True) if ok for x in t.times]
+        ends: list[float] = []
+        spans = []  # (start, stop, devices) per started trial
+        for trial in trials:
+            stop = trial.busy_until(horizon)
+            if trial.start is None or stop is None:
+                continue
+            stop = max(stop, trial.start)
+            spans.append((trial.start, stop, trial.devices))
+            if trial.times and all(x is not None for x in trial.times):
+                ends.extend(x for x in trial.times if x is not None)
+            elif trial.epochs:  # pro rata: epoch k of n ends at start + span * k / n
+                span = stop - trial.start
+                ends.extend(trial.start + span * k / trial.epochs - 1e-9 * span / trial.epochs
+                            for k in range(1, trial.epochs + 1))
         self._epoch_ends = np.sort(np.array(ends, dtype=float))
-        rows = [(t.start, t.busy_until(horizon), t.devices, t.epochs) for t in started]
-        array = np.array(rows, dtype=float).reshape(-1, 4)
-        self._start, self._stop, self._devices = array[:, 0], array[:, 1], array[:, 2]
-        self._untimed = ~np.array(timed, dtype=bool)
-        self._epochs = array[:, 3]
+        array = np.array(spans, dtype=float).reshape(-1, 3)
+        # seconds since the first start: sums of unix times would cost precision
+        self._t0 = float(array[:, 0].min()) if len(array) else 0.0
+        array[:, :2] -= self._t0
+        order = np.argsort(array[:, 0])
+        self._starts = array[order, 0]
+        self._start_devices = np.cumsum(array[order, 2])
+        self._start_device_times = np.cumsum(array[order, 2] * array[order, 0])
+        order = np.argsort(array[:, 1])
+        self._stops = array[order, 1]
+        self._stop_devices = np.cumsum(array[order, 2])
+        self._stop_device_times = np.cumsum(array[order, 2] * array[order, 1])
 
-    def epochs_at(self, t: float) -> int:
-        """Epochs completed by unix time ``t``, all trials together."""
-        counted = int(np.searchsorted(self._epoch_ends, t, side="right"))
-        start, stop = self._start[self._untimed], self._stop[self._untimed]
-        epochs = self._epochs[self._untimed]
-        span = np.maximum(stop - start, 1e-12)
-        share = np.clip((t - start) / span, 0.0, 1.0)
-        share[t >= stop] = 1.0
-        return counted + int(np.floor(epochs * share + 1e-9).sum())
+    def epochs_at(self, times: np.ndarray) -> np.ndarray:
+        """Epochs completed by each unix time in ``times``, all trials together."""
+        return np.searchsorted(self._epoch_ends, times, side="right").astype("int64")
 
-    def device_seconds_at(self, t: float) -> float:
-        """Device-seconds spent by unix time ``t``, all trials together."""
-        busy = np.clip(np.minimum(t, self._stop) - self._start, 0.0, None)
-        return float((busy * self._devices).sum())
+    def device_seconds_at(self, times: np.ndarray) -> np.ndarray:
+        """Device-seconds spent by each unix time in ``times``, all trials together.
+
+        A trial started by ``t`` counts ``devices * (min(t, stop) - start)``: the finished ones
+        their whole span, the others ``t - start``.
+        """
+        times = np.asarray(times, dtype=float) - self._t0
+        started = np.searchsorted(self._starts, times, side="right")
+        stopped = np.searchsorted(self._stops, times, side="right")
+
+        def total(cumulative: np.ndarray, count: np.ndarray) -> np.ndarray:
+            padded = np.concatenate([[0.0], cumulative])
+            return padded[count]
+
+        running = total(self._start_devices, started) - total(self._stop_devices, stopped)
+        return (total(self._stop_device_times, stopped) + running * times
+                - total(self._start_device_times, started))
 
 
 @dataclass
@@ -332,6 +436,7 @@ class _Snapshot:
     trials: list[_Trial]  # started trials, by number
     counts: Counter[str]
     horizon: float  # unix s: the latest time the study recorded (a start, an end, an epoch)
+    records: list[tuple[int, int, int, float]] = field(default_factory=list)  # the pruner's
 
     @property
     def t0(self) -> float | None:
@@ -360,7 +465,7 @@ def _devices(label: Any) -> int | None:
     return count or None
 
 
-def _resolve(frozen: FrozenTrial) -> _Trial:
+def _resolve(frozen: FrozenTrial, info: StudyInfo) -> _Trial:
     attrs = frozen.user_attrs
     start, end = _number(attrs.get(ATTR.START)), _number(attrs.get(ATTR.END))
     timing: Literal["launcher", "optuna", "none"] = "launcher" if start is not None else "none"
@@ -382,9 +487,17 @@ def _resolve(frozen: FrozenTrial) -> _Trial:
     if isinstance(epochs, bool) or not isinstance(epochs, int):
         epochs = len(steps)
     devices = _devices(attrs.get(ATTR.DEVICE))
+    stored = frozen.system_attrs.get(BRACKET_ATTR)
+    if isinstance(stored, bool) or not isinstance(stored, int):
+        stored = info.bracket_of(frozen.number)
+    reason = attrs.get(ATTR.STOP_REASON)  # the launcher's: the study's budget stopped it
+    reason = str(reason) if reason not in (None, "") else None
+    stopped_by: Literal["pruner", "budget"] | None = None
+    if frozen.state == TrialState.PRUNED:
+        stopped_by = "budget" if reason is not None else "pruner"
     return _Trial(
         frozen, frozen.state.name, start, end, timing, epochs, devices or 1,
-        devices is not None, steps, values, times,
+        devices is not None, steps, values, times, stored, stopped_by, reason,
     )
 
 
@@ -392,10 +505,13 @@ def _snapshot(study: optuna.Study) -> _Snapshot:
     info = study_info(study)
     frozen = study.get_trials(deepcopy=False)
     counts = Counter(t.state.name for t in frozen)
-    trials = [_resolve(t) for t in frozen if t.state != TrialState.WAITING]
+    trials = [_resolve(t, info) for t in frozen if t.state != TrialState.WAITING]
     stamps = [x for t in trials for x in (t.start, t.end, *t.times) if x is not None]
     horizon = max(stamps) if stamps else time.time()
-    return _Snapshot(info, sorted(trials, key=lambda t: t.number), counts, horizon)
+    records = []
+    if info.brackets:  # our pruner's (bracket, rung, trial, value) records, read only
+        records = [(r.bracket, r.rung, r.trial_number, r.value) for r in rung_records(study)]
+    return _Snapshot(info, sorted(trials, key=lambda t: t.number), counts, horizon, records)
 
 
 def _check_not_empty(snap: _Snapshot) -> None:
@@ -408,38 +524,50 @@ def _check_not_empty(snap: _Snapshot) -> None:
 # ------------------------------------------------------------------------------------------
 # Tables.
 # ------------------------------------------------------------------------------------------
-_UNRANKED = 3
+#: How the best-trials table is ordered, in words (the CLI prints it above the table).
+RANK_ORDER = (
+    "ranked by the best value each trial reported at any epoch (its final value included), "
+    "whatever its state; ties: the first to report it"
+)
 
 
-def _order_key(trial: _Trial, info: StudyInfo) -> tuple[int, int, float]:
-    """Best first: COMPLETE by value; then PRUNED and RUNNING, then FAIL, each by epochs
-    reached (more first) and last reported value; trials with no value are unranked."""
+def _ranked(snap: _Snapshot) -> list[_Trial]:
+    """Trials with a finite value, best first by :data:`RANK_ORDER` (as the incumbent sees
+    them: the first to report the best value is the best trial)."""
+    info = snap.info
     sign = 1.0 if info.direction == "minimize" else -1.0
-    value = trial.frozen.value if trial.state == "COMPLETE" else trial.last_value
-    if value is None or not math.isfinite(value):
-        return (_UNRANKED, 0, math.inf)
-    group = {"COMPLETE": 0, "FAIL": 2}.get(trial.state, 1)
-    return (group, -trial.epochs, sign * value)
+    bests = {t.number: b for t in snap.trials if (b := t.best(info)) is not None}
+    first: dict[int, float] = {}  # trial -> when it first reported its best value (unix s)
+    for seen in _observations(snap):
+        number = seen.trial.number
+        if number in bests and number not in first and seen.value == bests[number][0]:
+            first[number] = seen.time
+    ranked = [t for t in snap.trials if t.number in bests]
+    return sorted(ranked, key=lambda t: (sign * bests[t.number][0],
+                                         first.get(t.number, math.inf), t.number))
 
 
 def _trials_frame(snap: _Snapshot) -> pd.DataFrame:
     t0 = snap.t0
-    ranked = sorted(snap.trials, key=lambda t: _order_key(t, snap.info))
-    rank = {
-        t.number: i + 1 for i, t in enumerate(ranked) if _order_key(t, snap.info)[0] < _UNRANKED
-    }
+    rank = {t.number: i + 1 for i, t in enumerate(_ranked(snap))}
     param_names = sorted({name for t in snap.trials for name in t.frozen.params})
     rows = []
     for trial in snap.trials:
         attrs = trial.frozen.user_attrs
         duration = None if trial.start is None or trial.end is None else trial.end - trial.start
+        best = trial.best(snap.info)
         row: dict[str, Any] = {
             "rank": rank.get(trial.number),
             "trial": trial.number,
             "state": trial.state,
-            "value": trial.frozen.value if trial.state == "COMPLETE" else None,
+            "best_value": None if best is None else best[0],
+            "best_step": None if best is None else best[1],
+            "value": trial.final_value,
             "last_value": trial.last_value,
             "epochs": trial.epochs,
+            "stopped_by": trial.stopped_by,
+            "stop_reason": trial.stop_reason,
+            "bracket": trial.bracket,
             "duration_s": duration,
             "start_time": trial.start,
             "end_time": trial.end,
@@ -457,10 +585,10 @@ def _trials_frame(snap: _Snapshot) -> pd.DataFrame:
         rows.append(row)
     columns = [*TRIAL_COLUMNS, *(f"params_{n}" for n in param_names), "fail_reason", "timing"]
     frame = pd.DataFrame(rows, columns=columns)
-    for name in ("rank", "slot"):
+    for name in ("rank", "slot", "best_step", "bracket"):
         frame[name] = frame[name].astype("Int64")
-    for name in ("value", "last_value", "duration_s", "start_time", "end_time", "start_s",
-                 "end_s", "device_seconds"):
+    for name in ("best_value", "value", "last_value", "duration_s", "start_time", "end_time",
+                 "start_s", "end_s", "device_seconds"):
         frame[name] = frame[name].astype("float64")
     return frame
 
@@ -468,15 +596,20 @@ def _trials_frame(snap: _Snapshot) -> pd.DataFrame:
 def trials_frame(study: optuna.Study) -> pd.DataFrame:
     """One row per started trial (WAITING trials are left out).
 
-    Columns: ``rank`` (1 = best: COMPLETE trials by value, then PRUNED and RUNNING, then FAIL,
-    each by epochs reached and last reported value; empty for trials that reported nothing),
-    ``trial`` (number), ``state``, ``value`` (final, COMPLETE only), ``last_value`` (last
-    intermediate value), ``epochs`` (completed), ``duration_s`` (NaN while RUNNING),
-    ``start_time`` and ``end_time`` (unix s), ``start_s`` and ``end_s`` (s since the study's
-    first trial started), ``slot``, ``host``, ``device``, ``devices`` (count; 1 when unknown),
-    ``device_seconds`` (duration x devices, NaN while RUNNING), ``params_<name>`` per
-    hyperparameter, ``fail_reason`` and ``timing`` (``launcher`` attrs, ``optuna`` datetimes,
-    or ``none``).
+    Columns: ``rank`` (1 = best, by :data:`RANK_ORDER`: the best value each trial reported at
+    any epoch, whatever its state, so a trial pruned at a later rung with a worse value never
+    outranks one stopped earlier with a better one; empty for trials with no finite value),
+    ``trial`` (number), ``state``, ``best_value`` and ``best_step`` (that best value and the
+    epoch it was reported at), ``value`` (final, COMPLETE only), ``last_value`` (last
+    intermediate value), ``epochs`` (completed), ``stopped_by`` (PRUNED trials: ``pruner``,
+    or ``budget`` when the launcher stopped it because the study's budget was spent),
+    ``stop_reason`` (the launcher's words, e.g. "wall-clock budget reached (...); stopped after
+    epoch 7"), ``bracket`` (the pruner's bracket: 0 for ASHA, empty without a
+    pruner), ``duration_s`` (NaN while RUNNING), ``start_time`` and ``end_time`` (unix s),
+    ``start_s`` and ``end_s`` (s since the study's first trial started), ``slot``, ``host``,
+    ``device``, ``devices`` (count; 1 when unknown), ``device_seconds`` (duration x devices,
+    NaN while RUNNING), ``params_<name>`` per hyperparameter, ``fail_reason`` and ``timing``
+    (``launcher`` attrs, ``optuna`` datetimes, or ``none``).
 
     Example::
 
@@ -493,6 +626,8 @@ def _curves_frame(snap: _Snapshot) -> pd.DataFrame:
             rows.append({
                 "trial": trial.number,
                 "state": trial.state,
+                "stopped_by": trial.stopped_by,
+                "bracket": trial.bracket,
                 "step": step,
                 "value": value,
                 "time": when,
@@ -503,6 +638,7 @@ def _curves_frame(snap: _Snapshot) -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=CURVE_COLUMNS)
     frame["trial"] = frame["trial"].astype("int64")
     frame["step"] = frame["step"].astype("int64")
+    frame["bracket"] = frame["bracket"].astype("Int64")
     for name in ("value", "time", "elapsed_s", "trial_elapsed_s"):
         frame[name] = frame[name].astype("float64")
     return frame
@@ -511,9 +647,10 @@ def _curves_frame(snap: _Snapshot) -> pd.DataFrame:
 def curves_frame(study: optuna.Study) -> pd.DataFrame:
     """One row per reported epoch: the learning curves.
 
-    Columns: ``trial``, ``state`` (the trial's final state), ``step`` (epochs completed, from
-    1), ``value`` (the metric), ``time`` (unix s when the epoch ended), ``elapsed_s`` (s since
-    the study's first trial started) and ``trial_elapsed_s`` (s since the trial started).
+    Columns: ``trial``, ``state`` (the trial's final state), ``stopped_by`` and ``bracket``
+    (as in :func:`trials_frame`), ``step`` (epochs completed, from 1), ``value`` (the metric),
+    ``time`` (unix s when the epoch ended), ``elapsed_s`` (s since the study's first trial
+    started) and ``trial_elapsed_s`` (s since the trial started).
     The times are NaN where the trial has no ``epoch_end_times`` (plain Optuna studies, trials
     still running).
 
@@ -525,64 +662,197 @@ def curves_frame(study: optuna.Study) -> pd.DataFrame:
     return _curves_frame(_snapshot(study))
 
 
+@dataclass(frozen=True)
+class _Observation:
+    """One value a trial reported (``kind="epoch"``) or returned (``"final"``), placed in time."""
+
+    time: float  # unix s
+    estimated: bool  # the time is a pro-rata estimate (no epoch end time recorded)
+    trial: _Trial
+    kind: Literal["epoch", "final"]
+    step: int | None
+    value: float
+
+
+def _observations(snap: _Snapshot) -> list[_Observation]:
+    """Every reported value and COMPLETE final value, in time order.
+
+    An epoch without an end time (plain Optuna studies, RUNNING launcher trials) is placed pro
+    rata over its trial's duration, as :class:`_Spending` counts it; a trial that never
+    started is left out.
+    """
+    found = []
+    for trial in snap.trials:
+        stop = trial.busy_until(snap.horizon)
+        for k, (step, value, when) in enumerate(
+            zip(trial.steps, trial.values, trial.times, strict=True)
+        ):
+            estimated = when is None
+            if when is None:
+                if trial.start is None or stop is None:
+                    continue
+                when = trial.start + (stop - trial.start) * (k + 1) / len(trial.steps)
+            found.append(_Observation(when, estimated, trial, "epoch", step, value))
+        if trial.final_value is not None and trial.end is not None:
+            found.append(_Observation(trial.end, False, trial, "final",
+                                      max(trial.steps, default=None), trial.final_value))
+    found.sort(key=lambda o: (o.time, o.trial.number, o.kind == "final", o.step or 0))
+    return found
+
+
 def _incumbent_frame(snap: _Snapshot) -> pd.DataFrame:
     t0 = snap.t0
-    done = [
-        t for t in snap.trials
-        if t.state == "COMPLETE" and t.end is not None and t.frozen.value is not None
-        and math.isfinite(t.frozen.value)
-    ]
-    done.sort(key=lambda t: (t.end, t.number))
+    info = snap.info
     spending = _Spending(snap.trials, snap.horizon)
-    rows, best = [], None
-    for trial in done:
-        value = float(trial.frozen.value)  # type: ignore[arg-type]
-        improved = best is None or (value != best and snap.info.better(value, best))
-        best = value if improved else best
-        assert trial.end is not None and t0 is not None
+    rows = []
+    best: _Observation | None = None
+    best_complete: _Observation | None = None
+    observed = _observations(snap)
+    times = np.array([seen.time for seen in observed], dtype=float)
+    epochs_spent = spending.epochs_at(times)
+    device_seconds_spent = spending.device_seconds_at(times)
+    for k, seen in enumerate(observed):
+        finite = math.isfinite(seen.value)
+        improved = finite and (
+            best is None or (seen.value != best.value and info.better(seen.value, best.value))
+        )
+        best = seen if improved else best
+        improved_complete = finite and seen.kind == "final" and (
+            best_complete is None or (seen.value != best_complete.value
+                                      and info.better(seen.value, best_complete.value))
+        )
+        best_complete = seen if improved_complete else best_complete
+        assert t0 is not None  # an observation needs a started trial
         rows.append({
-            "trial": trial.number,
-            "time": trial.end,
-            "elapsed_s": trial.end - t0,
-            "value": value,
-            "best": best,
+            "trial": seen.trial.number,
+            "state": seen.trial.state,
+            "stopped_by": seen.trial.stopped_by,
+            "kind": seen.kind,
+            "step": seen.step,
+            "time": seen.time,
+            "elapsed_s": seen.time - t0,
+            "time_estimated": seen.estimated,
+            "value": seen.value,
+            "best": None if best is None else best.value,
+            "best_trial": None if best is None else best.trial.number,
+            "best_step": None if best is None else best.step,
             "improved": improved,
-            "epochs_spent": spending.epochs_at(trial.end),
-            "device_seconds_spent": spending.device_seconds_at(trial.end),
+            "best_complete": None if best_complete is None else best_complete.value,
+            "best_complete_trial": None if best_complete is None else best_complete.trial.number,
+            "improved_complete": improved_complete,
+            "epochs_spent": int(epochs_spent[k]),
+            "device_seconds_spent": float(device_seconds_spent[k]),
         })
     frame = pd.DataFrame(rows, columns=INCUMBENT_COLUMNS)
     frame["trial"] = frame["trial"].astype("int64")
-    frame["improved"] = frame["improved"].astype("bool")
+    for name in ("improved", "improved_complete", "time_estimated"):
+        frame[name] = frame[name].astype("bool")
     frame["epochs_spent"] = frame["epochs_spent"].astype("int64")
-    for name in ("time", "elapsed_s", "value", "best", "device_seconds_spent"):
+    for name in ("step", "best_trial", "best_step", "best_complete_trial"):
+        frame[name] = frame[name].astype("Int64")
+    for name in ("time", "elapsed_s", "value", "best", "best_complete", "device_seconds_spent"):
         frame[name] = frame[name].astype("float64")
     return frame
 
 
 def incumbent_frame(study: optuna.Study) -> pd.DataFrame:
-    """The incumbent trajectory: best final value so far, one row per COMPLETE trial.
+    """The incumbent trajectory: the best value reported so far, over wall-clock.
 
-    Rows are in order of the trials' end times. Columns: ``trial``, ``time`` (unix s when it
-    ended), ``elapsed_s`` (s since the study's first trial started), ``value``, ``best``
-    (best-so-far), ``improved`` (this trial set a new best), ``epochs_spent`` and
-    ``device_seconds_spent`` (compute spent by all trials up to then; epochs count
-    ``epoch_end_times``, pro rata over a trial's duration where they are missing).
+    One row per value a trial reported (``kind="epoch"``, every intermediate value of every
+    trial, whatever its state) and per COMPLETE trial's final value (``kind="final"``, at its
+    end time), in time order. ``best`` is the best finite value of any row so far, as
+    multi-fidelity tools draw it; ``best_complete`` the best COMPLETE final value so far (NaN
+    before the first), the classic incumbent.
+
+    Columns: ``trial``, ``state`` and ``stopped_by`` (the trial's, as in
+    :func:`trials_frame`), ``kind``, ``step`` (epoch; a final value's is its last reported
+    epoch), ``time`` (unix s), ``elapsed_s`` (s since the study's first trial started),
+    ``time_estimated`` (no epoch end time was recorded: placed pro rata over the trial's
+    duration), ``value``, ``best``, ``best_trial``, ``best_step``, ``improved`` (this row set a
+    new ``best``), ``best_complete``, ``best_complete_trial``, ``improved_complete``,
+    ``epochs_spent`` and ``device_seconds_spent`` (compute spent by all trials up to then;
+    epochs count ``epoch_end_times``, pro rata over a trial's duration where they are
+    missing).
 
     Example::
 
         >>> inc = incumbent_frame(study)  # doctest: +SKIP
-        >>> inc.loc[inc["improved"], ["elapsed_s", "best"]]  # doctest: +SKIP
+        >>> inc.loc[inc["improved"], ["elapsed_s", "best", "best_trial"]]  # doctest: +SKIP
+        >>> inc.loc[inc["improved_complete"], ["elapsed_s", "best_complete"]]  # doctest: +SKIP
     """
     return _incumbent_frame(_snapshot(study))
+
+
+def _rungs_frame(snap: _Snapshot) -> pd.DataFrame:
+    trials = {t.number: t for t in snap.trials}
+    top: dict[tuple[int, int], int] = {}  # (bracket, trial) -> its highest recorded rung
+    for bracket, rung, number, _ in snap.records:
+        top[(bracket, number)] = max(rung, top.get((bracket, number), rung))
+    rows = []
+    for bracket, rung, number, value in sorted(snap.records):
+        trial = trials.get(number)
+        if trial is None:  # a record of a trial the study no longer lists: nothing to say
+            continue
+        step = next((s for s in trial.steps if s >= rung), None)  # the report that reached it
+        last = max(trial.steps, default=None)
+        if step is not None and last is not None and last > step:
+            outcome = "promoted"
+        elif trial.stopped_by == "pruner" and rung == top[(bracket, number)]:
+            outcome = "pruned"
+        elif trial.state == "RUNNING":
+            outcome = "continuing"
+        else:
+            outcome = "ended"
+        rows.append({
+            "bracket": bracket, "rung": rung, "trial": number, "value": value, "step": step,
+            "state": trial.state, "stopped_by": trial.stopped_by, "outcome": outcome,
+        })
+    frame = pd.DataFrame(rows, columns=RUNG_COLUMNS)
+    for name in ("bracket", "rung", "trial"):
+        frame[name] = frame[name].astype("int64")
+    frame["step"] = frame["step"].astype("Int64")
+    frame["value"] = frame["value"].astype("float64")
+    return frame
+
+
+def rungs_frame(study: optuna.Study) -> pd.DataFrame:
+    """The pruner's rung records, one row per trial per rung it reached, with the outcome.
+
+    Read from what :class:`~lightning_hpo.ASHAPruner` and
+    :class:`~lightning_hpo.HyperbandPruner` store in the study (the value a trial had when it
+    first reached a rung, in its own bracket); empty for other studies. Nothing is recomputed
+    from the config: a Hyperband trial appears only at the rungs of its bracket where a
+    decision was made for it.
+
+    Columns: ``bracket``, ``rung`` (epochs), ``trial``, ``value`` (what the decision compared),
+    ``step`` (the epoch whose report reached the rung), ``state`` and ``stopped_by`` (the
+    trial's, as in :func:`trials_frame`), and ``outcome``: ``promoted`` (it reported a later
+    epoch), ``pruned`` (the pruner stopped it here), ``continuing`` (RUNNING, let through, no
+    later epoch yet) or ``ended`` (it ended at that report for another reason: COMPLETE, FAIL,
+    or stopped by the study's budget).
+
+    Example::
+
+        >>> rungs = rungs_frame(study)  # doctest: +SKIP
+        >>> rungs.groupby(["bracket", "rung"])["outcome"].value_counts()  # doctest: +SKIP
+    """
+    return _rungs_frame(_snapshot(study))
 
 
 def _summarize(snap: _Snapshot) -> dict[str, Any]:
     info = snap.info
     counts = {state: snap.counts.get(state, 0) for state in STATES}
     counts.update({k: v for k, v in snap.counts.items() if k not in counts})
-    ranked = sorted(snap.trials, key=lambda t: _order_key(t, info))
-    best = next((t for t in ranked if t.state == "COMPLETE" and _order_key(t, info)[0] == 0),
-                None)
+    ranked = _ranked(snap)
+    best = ranked[0] if ranked else None
+    found = None if best is None else best.best(info)
+    sign = 1.0 if info.direction == "minimize" else -1.0
+    finals = {t.number: t.final_value for t in snap.trials
+              if t.final_value is not None and math.isfinite(t.final_value)}
+    done = None  # the best COMPLETE trial by its final value
+    if finals:
+        number = min(finals, key=lambda n: (sign * finals[n], n))
+        done = next(t for t in snap.trials if t.number == number)
     ends = [t.busy_until(snap.horizon) for t in snap.trials]
     t0 = snap.t0
     slots = {(t.frozen.user_attrs.get(ATTR.HOST), t.frozen.user_attrs.get(ATTR.SLOT))
@@ -598,9 +868,16 @@ def _summarize(snap: _Snapshot) -> dict[str, Any]:
         "n_trials": sum(snap.counts.values()),
         "counts": counts,
         "best_trial": None if best is None else best.number,
-        "best_value": None if best is None else best.frozen.value,
+        "best_value": None if found is None else found[0],
+        "best_step": None if found is None else found[1],
+        "best_state": None if best is None else best.state,
+        "best_stopped_by": None if best is None else best.stopped_by,
+        "best_stop_reason": None if best is None else best.stop_reason,
         "best_params": {} if best is None else dict(best.frozen.params),
-        "best_epochs": None if best is None else best.epochs,
+        "best_complete_trial": None if done is None else done.number,
+        "best_complete_value": None if done is None else done.final_value,
+        "best_complete_params": {} if done is None else dict(done.frozen.params),
+        "best_complete_epochs": None if done is None else done.epochs,
         "epochs": sum(t.epochs for t in snap.trials),
         "device_seconds": device_seconds,
         "devices_unknown": sum(1 for t in snap.trials if not t.devices_known),
@@ -612,11 +889,20 @@ def _summarize(snap: _Snapshot) -> dict[str, Any]:
 
 
 def summarize(study: optuna.Study) -> dict[str, Any]:
-    """Counts by state, the best trial and the compute spent, as a plain dict.
+    """Counts by state, the best value observed, the best COMPLETE trial and the compute spent.
+
+    The headline best is the best value any trial reported at any epoch, whatever its state
+    (the first row of :func:`trials_frame`'s ranking); the best COMPLETE trial by its final
+    value comes beside it.
 
     Keys: ``study``, ``metric``, ``direction``, ``n_trials`` (WAITING included), ``counts``
-    (state name -> trials), ``best_trial``, ``best_value``, ``best_params``, ``best_epochs``,
-    ``epochs`` (completed, all trials), ``device_seconds`` (sum of (end - start) x devices
+    (state name -> trials); the best observed: ``best_value``, ``best_trial``, ``best_step``
+    (the epoch it was reported at), ``best_state`` (``COMPLETE``, ``PRUNED``, ``FAIL`` or
+    ``RUNNING``), ``best_stopped_by`` (for PRUNED: ``pruner``, or ``budget`` when the
+    study's budget stopped it), ``best_stop_reason``, ``best_params``;
+    the best COMPLETE trial: ``best_complete_trial``, ``best_complete_value``,
+    ``best_complete_params``, ``best_complete_epochs`` (all ``None``/``{}`` when there is
+    none); ``epochs`` (completed, all trials), ``device_seconds`` (sum of (end - start) x devices
     over finished trials), ``devices_unknown`` (trials counted as 1 device for want of a
     ``device`` attr), ``unfinished`` (RUNNING trials, left out of ``device_seconds``),
     ``wall_clock_s`` (first start to the latest time recorded) and ``slots``.
@@ -626,6 +912,8 @@ def summarize(study: optuna.Study) -> dict[str, Any]:
         >>> s = summarize(study)  # doctest: +SKIP
         >>> s["counts"]["PRUNED"], s["epochs"], round(s["device_seconds"])  # doctest: +SKIP
         (25, 131, 318)
+        >>> s["best_value"], s["best_trial"], s["best_step"], s["best_state"]  # doctest: +SKIP
+        (0.0278, 12, 3, 'PRUNED')
     """
     return _summarize(_snapshot(study))
 
@@ -633,8 +921,15 @@ def summarize(study: optuna.Study) -> dict[str, Any]:
 def _limitations(snap: _Snapshot) -> list[str]:
     notes = []
     info, trials = snap.info, snap.trials
-    if not any(t.state == "COMPLETE" and t.end is not None for t in trials):
-        notes.append("incumbent trajectory: no COMPLETE trial yet")
+    observed = _observations(snap)
+    if not any(math.isfinite(o.value) for o in observed):
+        notes.append("incumbent trajectory: no value reported yet")
+    elif not any(o.kind == "final" for o in observed):
+        notes.append("incumbent trajectory: no COMPLETE trial yet (best reported value only)")
+    estimated = sum(1 for o in observed if o.estimated)
+    if estimated:
+        notes.append(f"incumbent trajectory: {estimated} value(s) without an epoch end time "
+                     "placed pro rata over their trial's duration")
     with_values = [t for t in trials if t.steps]
     if not with_values:
         notes.append("learning curves and rungs: no intermediate values reported")
@@ -654,6 +949,9 @@ def _limitations(snap: _Snapshot) -> list[str]:
         if not info.rungs:
             why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"
             notes.append(f"rung levels: {why} (final epochs shown)")
+        elif not snap.records and any(_decided(t, info) for t in with_values):
+            notes.append("rungs: the study holds no rung records of the pruner (promotions "
+                         "and prunings not drawn)")
     slotted = [t for t in trials if isinstance(t.frozen.user_attrs.get(ATTR.SLOT), int)]
     if not slotted:
         notes.append("worker timeline: no `slot` attrs")
@@ -664,6 +962,14 @@ def _limitations(snap: _Snapshot) -> list[str]:
     if unknown:
         notes.append(f"compute: {unknown} trial(s) without a `device` attr counted as 1 device")
     return notes
+
+
+def _decided(trial: _Trial, info: StudyInfo) -> bool:
+    """Whether the pruner must have recorded a decision for the trial (it passed a rung)."""
+    if trial.bracket is None or not 0 <= trial.bracket < len(info.brackets):
+        return False
+    levels = info.brackets[trial.bracket]
+    return any(level < levels[-1] and level <= max(trial.steps) for level in levels)
 
 
 def limitations(study: optuna.Study) -> list[str]:
@@ -684,10 +990,12 @@ def limitations(study: optuna.Study) -> list[str]:
 # Comparing studies.
 # ------------------------------------------------------------------------------------------
 def _first_reaching(inc: pd.DataFrame, target: float, info: StudyInfo) -> pd.Series | None:
-    for _, row in inc.iterrows():
-        if info.better(float(row["best"]), target):
-            return row
-    return None
+    """The first incumbent row whose ``best`` is at least as good as ``target``."""
+    best = inc["best"].to_numpy(float)
+    with np.errstate(invalid="ignore"):  # NaN before the first finite value: never reached
+        reached = best <= target if info.direction == "minimize" else best >= target
+    hits = np.flatnonzero(reached)
+    return None if hits.size == 0 else inc.iloc[int(hits[0])]
 
 
 def _labels(
@@ -712,9 +1020,9 @@ def _compare(snaps: Mapping[str, _Snapshot]) -> tuple[pd.DataFrame, pd.DataFrame
         raise ConfigError("compare", f"the studies optimise in different directions ({which})")
     incs = {label: _incumbent_frame(snap) for label, snap in snaps.items()}
     for label, inc in incs.items():
-        if inc.empty:
-            raise ConfigError("compare", f"study '{label}' has no COMPLETE trial to compare")
-    finals = {label: float(inc["best"].iloc[-1]) for label, inc in incs.items()}
+        if inc["best"].isna().all():
+            raise ConfigError("compare", f"study '{label}' has no reported value to compare")
+    finals = {label: float(inc["best"].dropna().iloc[-1]) for label, inc in incs.items()}
     rows = []
     for label, inc in incs.items():
         info = snaps[label].info
@@ -754,9 +1062,11 @@ def _compare(snaps: Mapping[str, _Snapshot]) -> tuple[pd.DataFrame, pd.DataFrame
 def compare(studies: Sequence[optuna.Study] | Mapping[str, optuna.Study]) -> pd.DataFrame:
     """For each study, the time and compute it took to reach every other study's final best.
 
-    One row per ordered pair (``study``, ``target``): ``target_best`` (the target's final best
-    value), ``reached``, ``time_s`` (s from the study's first trial start until a COMPLETE
-    trial was at least as good), ``epochs`` and ``device_seconds`` (compute spent by then),
+    One row per ordered pair (``study``, ``target``): ``target_best`` (the best value the
+    target reported, at any epoch of any trial), ``reached``, ``time_s`` (s from the study's
+    first trial start until any of its trials reported a value at least as good, as
+    :func:`incumbent_frame`'s ``best``), ``epochs`` and ``device_seconds`` (compute spent by
+    then),
     ``target_time_s`` and ``target_epochs`` (what the target itself needed to reach its best),
     and ``time_speedup`` = ``target_time_s / time_s`` and ``epochs_speedup`` =
     ``target_epochs / epochs`` (above 1: this study got there sooner or cheaper). Values are
@@ -767,7 +1077,7 @@ def compare(studies: Sequence[optuna.Study] | Mapping[str, optuna.Study]) -> pd.
             label -> study.
 
     Raises:
-        ConfigError: ``compare`` when the directions differ or a study has no COMPLETE trial.
+        ConfigError: ``compare`` when the directions differ or a study has no finite value.
 
     Example::
 
