@@ -101,11 +101,22 @@ class DevicesSpec:
 
 @dataclass(frozen=True)
 class StopSpec:
-    """``stop:``: when the study ends (whichever comes first)."""
+    """``stop:``: when the study ends (whichever comes first).
+
+    ``grace`` (seconds) is how long trials still running when ``max_wallclock_time`` or
+    ``max_failed_trials`` ends the study may go on to their next epoch boundary; they then end
+    PRUNED with their learning curve, and those still running when the grace is over are
+    stopped at their next batch. 0 stops them at once.
+
+    Example::
+
+        stop: {n_trials: 50, max_wallclock_time: 720, grace: 60}
+    """
 
     n_trials: int | None = None
     max_wallclock_time: float | None = None  # seconds
     max_failed_trials: int | None = None
+    grace: float = 0.0  # seconds
 
 
 @dataclass(frozen=True)
@@ -156,10 +167,33 @@ def _yaml(text: str) -> Any:
     return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a config file with YAML's safe loader (no Python object tags)."""
+def _decode(data: bytes, path: str | Path) -> str:
+    """The text of a config file, which must be UTF-8 (a leading byte-order mark is fine)."""
     try:
-        text = Path(path).read_text()
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            "config",
+            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); "
+            "save it as UTF-8",
+        ) from None
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a UTF-8 config file with YAML's safe loader (no Python object tags).
+
+    Raises:
+        ConfigError: ``config: ...`` when the file cannot be read, is not UTF-8, is not YAML or
+            does not hold a mapping.
+
+    Example::
+
+        >>> read_yaml("configs/quickstart.yaml")["study"]
+        'quickstart'
+    """
+    try:
+        text = _decode(Path(path).read_bytes(), path)
     except OSError as error:
         raise ConfigError("config", f"cannot read {path}: {error.strerror or error}") from None
     try:
@@ -167,6 +201,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        if not at and isinstance(getattr(error, "position", None), int):  # a yaml.ReaderError
+            at = f" at character {error.position + 1}"  # type: ignore[attr-defined]
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ConfigError("config", f"{path} is not valid YAML{at}: {problem}") from None
     if raw is None:
@@ -298,7 +334,7 @@ def _devices(raw: Any) -> DevicesSpec:
 def _stop(raw: Any) -> StopSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("stop", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("n_trials", "max_wallclock_time", "max_failed_trials"), "stop")
+    _check_keys(raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace"), "stop")
     n_trials = _int(raw.get("n_trials"), "stop.n_trials", 1, optional=True)
     failed = _int(raw.get("max_failed_trials"), "stop.max_failed_trials", 1, optional=True)
     seconds = raw.get("max_wallclock_time")
@@ -311,7 +347,15 @@ def _stop(raw: Any) -> StopSpec:
         raise ConfigError("stop.max_wallclock_time", f"is {seconds!r}, but must be seconds > 0")
     if n_trials is None and seconds is None:
         raise ConfigError("stop", "needs n_trials or max_wallclock_time (or both)")
-    return StopSpec(n_trials, None if seconds is None else float(seconds), failed)
+    grace = raw.get("grace", 0)
+    if (
+        isinstance(grace, bool)
+        or not isinstance(grace, int | float)
+        or not math.isfinite(grace)
+        or grace < 0
+    ):
+        raise ConfigError("stop.grace", f"is {grace!r}, but must be seconds >= 0")
+    return StopSpec(n_trials, None if seconds is None else float(seconds), failed, float(grace))
 
 
 def _trainer(raw: Any) -> dict[str, Any]:

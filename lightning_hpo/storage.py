@@ -4,6 +4,9 @@ A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:/
 ``postgresql://user:secret@host/db``); any other string is the path of a journal file, Optuna's
 fastest storage for one machine (``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
 
+:func:`check_storage` looks at a spec without writing anything (the launcher's ``--check`` and its
+checks before a study is created); :func:`open_storage` opens it for use.
+
 Example::
 
     >>> mask("postgresql://hpo:secret@db.example.com:5432/studies")
@@ -14,17 +17,20 @@ Example::
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sqlite3
 import time
 from pathlib import Path
 
 import optuna
-from optuna.storages import BaseStorage
+from optuna.storages import BaseStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
 
-__all__ = ["is_rdb", "mask", "mask_text", "open_storage"]
+__all__ = ["check_storage", "is_rdb", "local_file", "mask", "mask_text", "open_storage"]
 
 _PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)")
 
@@ -48,6 +54,75 @@ def mask_text(text: str, spec: str) -> str:
     return text
 
 
+def local_file(spec: str) -> Path | None:
+    """The file on this machine that holds the storage: a journal file or an SQLite database.
+
+    None for a database server (PostgreSQL, MySQL) and for in-memory SQLite.
+
+    Example::
+
+        >>> local_file("sqlite:///runs/a.db"), local_file("postgresql://u:p@host/db")
+        (PosixPath('runs/a.db'), None)
+    """
+    if not is_rdb(spec):
+        return Path(spec)
+    if not spec.startswith("sqlite:"):
+        return None
+    import sqlalchemy as sa
+
+    try:
+        database = sa.engine.make_url(spec).database
+    except sa.exc.ArgumentError:
+        return None  # not a URL: opening it reports why
+    return Path(database) if database and database != ":memory:" else None
+
+
+def check_storage(spec: str, *, replay: bool = True) -> str:
+    """Check that the storage a spec names can be opened, without writing anything.
+
+    A journal file or SQLite database that exists must be one: a journal's first record is
+    read (and with ``replay`` every record, Optuna's replay: about 0.3 s per 1,000 trials; the
+    launcher leaves that to its :func:`open_storage`, which does it before writing), an SQLite
+    file is opened read-only and its table list read. One that does not exist yet must be
+    creatable: its nearest existing folder is a folder this process may write in. A database
+    server is connected to and asked ``SELECT 1``. Nothing is created: not the file, not its
+    folder, not Optuna's tables, not the study.
+
+    Returns:
+        What is there, for the launcher's plan: ``"new journal file"``, ``"journal file, 1
+        study"``, ``"new SQLite database"``, ``"SQLite database"``, ``"server reachable"``.
+
+    Raises:
+        ConfigError: ``storage: ...`` naming the masked spec and what is wrong.
+
+    Example::
+
+        >>> check_storage("runs/never-made.journal")
+        'new journal file'
+    """
+    try:
+        path = local_file(spec)
+        if path is None:
+            if spec.startswith("sqlite:"):
+                return "in-memory SQLite"
+            _ping(spec)
+            return "server reachable"
+        kind = "SQLite database" if is_rdb(spec) else "journal file"
+        if not _check_local(path, spec):
+            return f"new {kind}"
+        if is_rdb(spec):
+            return kind
+        if not replay:
+            _check_first_record(path, spec)
+            return kind
+        studies = len(_open_journal(path, spec).get_all_studies())
+        return f"{kind}, {studies} stud{'y' if studies == 1 else 'ies'}"
+    except ConfigError:
+        raise
+    except Exception as error:  # driver errors vary: report them in one masked line
+        raise _cannot_open(spec, error) from None
+
+
 def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
     """Open (and for a new SQLite or journal file, create) the storage a spec names.
 
@@ -56,25 +131,132 @@ def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
         create: make a missing journal file's or SQLite database's parent folder.
 
     Raises:
-        ConfigError: ``storage: cannot open <masked spec>: <reason>`` when it cannot be reached.
+        ConfigError: ``storage: cannot open <masked spec>: <reason>`` when it cannot be reached,
+            or ``storage: <path> is not an Optuna journal file`` (or an SQLite database) for a
+            file of something else, before anything is written to it.
     """
     try:
+        path = local_file(spec)
+        if path is not None and (create or path.exists()):
+            _check_local(path, spec)
+            if create:
+                path.parent.mkdir(parents=True, exist_ok=True)
         if is_rdb(spec):
-            if create and spec.startswith("sqlite:///") and spec != "sqlite:///:memory:":
-                Path(spec.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
             return _open_rdb(spec)
         path = Path(spec)
-        if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        elif not path.exists():
+        if not path.exists() and not create:
             raise FileNotFoundError(f"no journal file at {spec}")
-        return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+        return _open_journal(path, spec)
     except ConfigError:
         raise
     except Exception as error:  # driver errors vary: report them in one masked line
-        reason = " ".join(str(error).split())[:300]
-        message = f"cannot open {mask(spec)}: {mask_text(reason, spec)}"
-        raise ConfigError("storage", message) from None
+        raise _cannot_open(spec, error) from None
+
+
+def _check_local(path: Path, spec: str) -> bool:
+    """Refuse a folder or a non-SQLite file; a missing file must be creatable. True: it exists.
+
+    A journal file's content is checked when it is opened (:func:`_open_journal`).
+    """
+    if not path.exists():
+        _check_creatable(path, spec)
+        return False
+    if path.is_dir():
+        what = "an SQLite database" if is_rdb(spec) else "a journal file"
+        raise ConfigError("storage", f"{mask(spec)} is a folder, not {what}")
+    if is_rdb(spec):
+        _check_sqlite(path, spec)
+    return True
+
+
+def _cannot_open(spec: str, error: BaseException) -> ConfigError:
+    """``storage: cannot open <masked spec>: <reason>``, the driver's reason on one line."""
+    cause = getattr(error, "orig", None) or error  # SQLAlchemy wraps the driver's error
+    reason = " ".join(str(cause).split())[:300] or type(cause).__name__
+    if isinstance(cause, ModuleNotFoundError):  # SQLAlchemy 2.1 takes psycopg 3 for postgresql://
+        example = " (postgresql+psycopg2://...)" if spec.startswith("postgresql://") else ""
+        reason += f"; install the driver, or name an installed one in the URL{example}"
+    return ConfigError("storage", f"cannot open {mask(spec)}: {mask_text(reason, spec)}")
+
+
+def _check_creatable(path: Path, spec: str) -> None:
+    """A missing file can be made: its nearest existing folder is a folder we may write in."""
+    folder = path.parent
+    while folder != folder.parent and not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        problem = f"{folder} is a file, not a folder"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        problem = f"no permission to write in {folder}"
+    else:
+        return
+    raise ConfigError("storage", f"cannot create {mask(spec)}: {problem}")
+
+
+def _check_sqlite(path: Path, spec: str) -> None:
+    """Open an SQLite file read-only and read its table list: fails on a file of something else."""
+    connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
+    try:
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:  # locked, unreadable: reported as "cannot open"
+        raise
+    except sqlite3.DatabaseError as error:
+        raise ConfigError("storage", f"{mask(spec)} is not an SQLite database ({error})") from None
+    finally:
+        connection.close()
+
+
+def _ping(spec: str) -> None:
+    """Connect to a database server and run ``SELECT 1`` (no table is read or made)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(spec, **_engine_kwargs(spec))
+    try:
+        with engine.connect() as connection:
+            connection.execute(sa.text("SELECT 1"))
+    finally:
+        engine.dispose()
+
+
+_MAX_RECORD_BYTES = 1 << 24  # a first line longer than 16 MiB is not a journal record
+
+
+def _is_journal_record(line: bytes) -> bool:
+    try:
+        record = json.loads(line)
+    except ValueError:  # not JSON, or not UTF-8
+        return False
+    return isinstance(record, dict) and "op_code" in record
+
+
+def _check_first_record(path: Path, spec: str) -> None:
+    """An existing journal file is empty or starts with a journal record."""
+    with path.open("rb") as handle:
+        first = handle.readline(_MAX_RECORD_BYTES)
+    if first and not _is_journal_record(first):
+        raise ConfigError(
+            "storage",
+            f"{mask(spec)} is not an Optuna journal file (its first line is not a journal "
+            "record); name a new file or an existing journal",
+        )
+
+
+def _open_journal(path: Path, spec: str) -> JournalStorage:
+    """Open a journal file (created when missing), refusing a file that is not a journal.
+
+    Optuna skips a last line that does not parse (a write cut short) and appends after it, so
+    a one-line text file would be taken for an empty journal and written to: the first line
+    must be a journal record. Optuna's replay then reads every line (read-only).
+    """
+    if path.exists():
+        _check_first_record(path, spec)
+    try:
+        return JournalStorage(JournalFileBackend(str(path)))
+    except ValueError as error:  # a line that does not parse, or a last line cut short
+        reason = " ".join(str(error).split())[:200]
+        raise ConfigError(
+            "storage", f"{mask(spec)} is not a valid Optuna journal file: {reason}"
+        ) from None
 
 
 _CREATE_ATTEMPTS = 5

@@ -1,20 +1,32 @@
 """Broken configs and CLI calls, table-driven: each gives one line naming the problem, exit code
-2, no traceback, no password, and nothing created in the storage or the run folder."""
+2, no traceback, no password, and nothing created in the storage or the run folder. Then the
+checks behind them, without a subprocess: the storage look (``check_storage``), the folder
+probe (``prepare_folders``), and that neither writes where it must not."""
 
 from __future__ import annotations
 
+import errno
+import os
+import sqlite3
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import optuna
 import pytest
 import yaml
 from _support import config_file, launch
 
-pytestmark = pytest.mark.slow
+import lightning_hpo.launch.__main__ as launcher
+from lightning_hpo.config import load_config
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage import check_storage, open_storage
 
 SECRET = "s3cr3t-pw"
 
-# (id, fields replaced in the base config | raw YAML text, extra CLI args, expected words)
-CASES: list[tuple[str, dict | str | None, list[str], str]] = [
+# (id, fields replaced in the base config | raw YAML text | raw bytes, extra CLI args,
+#  expected words). Paths are relative to the test's folder, where config.yaml is a file.
+CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("missing-file", None, ["nope.yaml"], "config: cannot read nope.yaml"),
     ("malformed-yaml", "study: [t\nmodel: {name: lenet}\n", [], "is not valid YAML at line"),
     ("python-tag", "study: !!python/object/apply:os.system ['touch pwned']\n", [],
@@ -79,15 +91,63 @@ CASES: list[tuple[str, dict | str | None, list[str], str]] = [
     ("bad-set-syntax", {}, ["--set", "stop.n_trials"], "--set: 'stop.n_trials' must look like"),
     ("bad-set-value", {}, ["--set", "stop.n_trials=[1"], "--set stop.n_trials: cannot parse"),
     ("set-into-scalar", {}, ["--set", "study.name=x"], "--set study.name: 'study' is not a"),
+    # The config file itself.
+    ("config-not-utf8", b"study: t\nmodel: {name: lenet}  # caf\xe9 latin-1\n", [],
+     "config.yaml is not UTF-8 text (byte 0xe9 on line 2); save it as UTF-8"),
+    ("config-is-a-folder", None, ["."], "config: cannot read .: Is a directory"),
+    ("config-yaml-scalar", "just some words\n", [], "must hold a mapping of fields, got str"),
+    ("config-nul-byte", "study: t\x00\n", [],
+     "is not valid YAML at character 9: unacceptable character #x0000"),
+    # Storage: checked (read-only) before anything is written.
+    ("storage-not-a-journal", {"storage": "config.yaml"}, [],
+     "storage: config.yaml is not an Optuna journal file"),
+    ("storage-is-a-folder", {"storage": "."}, [], "storage: . is a folder, not a journal file"),
+    ("storage-under-a-file", {"storage": "config.yaml/t.journal"}, [],
+     "storage: cannot create config.yaml/t.journal: config.yaml is a file, not a folder"),
+    ("storage-folder-cannot-be-made", {"storage": "/proc/nope/t.journal"}, [],
+     "storage: cannot create /proc/nope"),
+    ("sqlite-not-a-database", {"storage": "sqlite:///config.yaml"}, [],
+     "storage: sqlite:///config.yaml is not an SQLite database (file is not a database)"),
+    ("sqlite-under-a-file", {"storage": "sqlite:///config.yaml/t.db"}, [],
+     "storage: cannot create sqlite:///config.yaml/t.db: config.yaml is a file, not a folder"),
+    ("sqlite-in-memory", {"storage": "sqlite:///:memory:"}, [],
+     "storage: in-memory SQLite is not shared with the worker processes"),
+    ("storage-unknown-scheme", {"storage": f"mongodb://hpo:{SECRET}@127.0.0.1:1/db"}, [],
+     "storage: cannot open mongodb://hpo:***@127.0.0.1:1/db: Can't load plugin"),
+    ("postgres-default-driver", {"storage": f"postgresql://hpo:{SECRET}@127.0.0.1:1/db"}, [],
+     "storage: cannot open postgresql://hpo:***@127.0.0.1:1/db: "),
+    # The run folder: made and written (a test file) before the study is created.
+    ("run-dir-cannot-be-made", {"run_dir": "/proc/nope"}, [],
+     "run_dir: cannot create /proc/nope/t: "),
+    ("run-dir-under-a-file", {"run_dir": "config.yaml/runs"}, [],
+     "run_dir: cannot create config.yaml/runs/t: config.yaml is a file, not a folder"),
+    ("run-dir-study-folder-is-a-file", {"run_dir": ".", "study": "config.yaml"}, [],
+     "run_dir: config.yaml is a file, not a folder"),
+    # --check looks at the storage and the folders too, writing nothing.
+    ("check-unreachable-postgres",
+     {"storage": f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"}, ["--check"],
+     "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db: connection to server"),
+    ("check-not-a-journal", {"storage": "config.yaml"}, ["--check"],
+     "storage: config.yaml is not an Optuna journal file"),
+    ("check-sqlite-not-a-database", {"storage": "sqlite:///config.yaml"}, ["--check"],
+     "storage: sqlite:///config.yaml is not an SQLite database"),
+    ("check-run-dir-under-a-file", {"run_dir": "config.yaml/runs"}, ["--check"],
+     "run_dir: cannot create config.yaml/runs/t: config.yaml is a file, not a folder"),
+    ("check-run-dir-in-proc", {"run_dir": "/proc/nope"}, ["--check"],
+     "run_dir: cannot create /proc/nope/t: "),
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fields", "args", "expected"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
-def test_bad_input(tmp_path: Path, fields: dict | str | None, args: list[str],
+def test_bad_input(tmp_path: Path, fields: dict | str | bytes | None, args: list[str],
                    expected: str) -> None:
     config: list[str] = []
-    if isinstance(fields, str):
+    if isinstance(fields, bytes):
+        (tmp_path / "config.yaml").write_bytes(fields)
+        config = [str(tmp_path / "config.yaml")]
+    elif isinstance(fields, str):
         (tmp_path / "config.yaml").write_text(fields)
         config = [str(tmp_path / "config.yaml")]
     elif fields is not None:
@@ -107,8 +167,246 @@ def test_there_are_at_least_thirty_cases() -> None:
     assert len(CASES) >= 30 and len({c[0] for c in CASES}) == len(CASES)
 
 
+@pytest.mark.slow
 def test_config_files_are_read_with_the_safe_loader(tmp_path: Path) -> None:
     text = yaml.safe_dump({"study": "t"}) + "x: !!python/name:os.system ''\n"
     (tmp_path / "c.yaml").write_text(text)
     result = launch(str(tmp_path / "c.yaml"), cwd=tmp_path, timeout=60)
     assert result.returncode == 2 and "not valid YAML" in result.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# Nothing written to a study that already exists, by a bad run or a refused one.
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("directions", "fields", "expected"),
+    [
+        pytest.param(["minimize"], {"run_dir": "/proc/nope"},
+                     "run_dir: cannot create /proc/nope/t", id="run-dir-cannot-be-made"),
+        pytest.param(["minimize"], {"direction": "maximize"},
+                     "direction: is maximize, but study 't' was created to minimize",
+                     id="other-direction"),
+        pytest.param(["minimize", "minimize"], {},
+                     "study: 't' is a multi-objective study; the launcher runs one objective",
+                     id="multi-objective"),
+        pytest.param([], {}, "t.journal is not a valid Optuna journal file: Expecting value",
+                     id="garbage-inside-the-journal"),  # found after the folders: they go
+    ],
+)
+def test_an_existing_study_is_left_as_it_was(tmp_path: Path, directions: list[str],
+                                             fields: dict, expected: str) -> None:
+    journal = tmp_path / "t.journal"
+    if directions:
+        optuna.create_study(study_name="t", storage=open_storage(str(journal)),
+                            directions=directions)
+    else:
+        _journal_with_garbage_inside(tmp_path)
+    before = journal.read_bytes()
+    result = launch(str(config_file(tmp_path, **fields)), cwd=tmp_path, timeout=180)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+    assert journal.read_bytes() == before  # no ticket queued, no record appended
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "t.journal"]
+
+
+# ------------------------------------------------------------------------------------------
+# A full disk, for real: a tmpfs filled to the last byte (needs root to mount; skipped without).
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs with no byte free, mounted under ``tmp_path``."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        handle = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(handle, bytes(4096)):
+                pass
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+        finally:
+            os.close(handle)
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+@pytest.mark.slow
+def test_a_full_disk_is_found_before_the_study_is_created(tmp_path: Path,
+                                                          full_disk: Path) -> None:
+    config = str(config_file(tmp_path, run_dir=str(full_disk / "runs")))
+    runs = full_disk / "runs" / "t"
+    for args, expected in (
+        ((), f"run_dir: cannot write in {runs}: No space left on device (a 64 KiB test file)"),
+        (("--check",), f"run_dir: cannot create {runs}: 0 KiB free on the file system of "
+                       f"{full_disk}; 64 KiB or more needed"),
+    ):
+        result = launch(config, *args, cwd=tmp_path, timeout=180)
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert result.stderr.strip().splitlines() == [f"error: {expected}"]
+        assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]  # no runs/ left
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "full"]
+
+
+# ------------------------------------------------------------------------------------------
+# check_storage: reads only, says what is there, refuses what is not a storage.
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(folder.rglob("*"))}
+
+
+def _tables(url: str) -> list[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        return sorted(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_check_storage_reads_what_is_there_and_writes_nothing(storage, tmp_path: Path) -> None:
+    if storage.kind == "inmemory":
+        pytest.skip("nothing to open: the launcher refuses in-memory storage")
+    new, existing = {"journal": ("new journal file", "journal file, 1 study"),
+                     "sqlite": ("new SQLite database", "SQLite database"),
+                     "postgres": ("server reachable", "server reachable")}[storage.kind]
+    before = _snapshot(tmp_path)
+    assert check_storage(storage.url) == new
+    assert _snapshot(tmp_path) == before  # no file, no folder
+    if storage.kind == "postgres":
+        assert _tables(storage.url) == []  # not even Optuna's tables
+    optuna.create_study(study_name="t", storage=storage.make())
+    storage.close()
+    before = _snapshot(tmp_path)
+    tables = _tables(storage.url) if storage.kind == "postgres" else []
+    assert check_storage(storage.url) == existing
+    assert _snapshot(tmp_path) == before
+    if storage.kind == "postgres":
+        assert _tables(storage.url) == tables
+
+
+def _journal_with_garbage_inside(folder: Path) -> str:
+    path = folder / "t.journal"
+    optuna.create_study(study_name="t", storage=open_storage(str(path)))
+    first = path.read_bytes()
+    path.write_bytes(first + b"garbage\n" + first)  # Optuna's replay fails on the middle line
+    return str(path)
+
+
+REFUSED: list[tuple[str, object, str]] = [
+    ("text-file", lambda d: (d / "notes.txt").write_text("hello world\n") and "notes.txt",
+     "notes.txt is not an Optuna journal file (its first line is not a journal record)"),
+    ("one-blank-line", lambda d: (d / "blank").write_text("\n") and "blank",
+     "blank is not an Optuna journal file"),
+    ("binary-file", lambda d: (d / "b.bin").write_bytes(bytes(range(256))) and "b.bin",
+     "b.bin is not an Optuna journal file"),
+    ("json-but-not-a-journal", lambda d: (d / "j.jsonl").write_text('{"a": 1}\n') and "j.jsonl",
+     "j.jsonl is not an Optuna journal file"),
+    ("garbage-inside-a-journal", _journal_with_garbage_inside,
+     "t.journal is not a valid Optuna journal file: Expecting value"),
+    ("journal-is-a-folder", lambda d: (d / "x").mkdir() or "x",
+     "x is a folder, not a journal file"),
+    ("journal-under-a-file", lambda d: (d / "f").write_text("x") and "f/t.journal",
+     "cannot create f/t.journal: f is a file, not a folder"),
+    ("sqlite-text-file", lambda d: (d / "t.db").write_text("hello\n") and "sqlite:///t.db",
+     "sqlite:///t.db is not an SQLite database (file is not a database)"),
+    ("sqlite-is-a-folder", lambda d: (d / "x.db").mkdir() or "sqlite:///x.db",
+     "sqlite:///x.db is a folder, not an SQLite database"),
+    ("sqlite-under-a-file", lambda d: (d / "f").write_text("x") and "sqlite:///f/t.db",
+     "cannot create sqlite:///f/t.db: f is a file, not a folder"),
+]
+
+
+@pytest.mark.parametrize(("make", "words"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_what_is_not_a_storage_is_refused_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make, words: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = make(tmp_path)
+    before = _snapshot(tmp_path)
+    for opener in (check_storage, open_storage):
+        with pytest.raises(ConfigError) as info:
+            opener(spec)
+        assert info.value.field == "storage" and words in info.value.message, info.value
+        assert _snapshot(tmp_path) == before  # Optuna never appended to it
+
+
+def test_check_storage_masks_the_password_of_an_unreachable_server() -> None:
+    url = f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"
+    with pytest.raises(ConfigError) as info:
+        check_storage(url)
+    assert str(info.value).startswith("storage: cannot open postgresql+psycopg2://hpo:***@")
+    assert SECRET not in str(info.value) and "\n" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------------------
+# prepare_folders: the run folder and the storage's folder, made and written before the study.
+
+
+def test_prepare_folders_makes_and_probes_the_folders(tmp_path: Path) -> None:
+    cfg = load_config(config_file(tmp_path, run_dir=str(tmp_path / "a" / "b"),
+                                  storage=str(tmp_path / "s" / "t.journal")))
+    assert launcher.prepare_folders(cfg, write=False) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]  # looked only
+    made = launcher.prepare_folders(cfg)
+    assert set(made) == {tmp_path / "s", tmp_path / "a", tmp_path / "a" / "b",
+                         tmp_path / "a" / "b" / "t"}
+    assert all(made.index(p) < made.index(p.parent) for p in made if p.parent in made)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [tmp_path / "config.yaml"]
+    launcher.remove_folders(made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+def test_a_full_disk_fails_the_probe_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tmpfs test above does this for real where it can mount; here the probe's write
+    fails the way a full disk makes it fail."""
+
+    def full(folder: Path) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(launcher, "_write_probe", full)
+    cfg = load_config(config_file(tmp_path, run_dir=str(tmp_path / "runs")))
+    with pytest.raises(ConfigError) as info:
+        launcher.prepare_folders(cfg)
+    assert str(info.value) == (f"run_dir: cannot write in {tmp_path / 'runs' / 't'}: "
+                               "No space left on device (a 64 KiB test file)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+def test_a_bad_storage_folder_removes_the_run_folder_it_made(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("a file")
+    cfg = load_config(config_file(tmp_path, run_dir=str(tmp_path / "runs"),
+                                  storage=str(tmp_path / "f" / "t.journal")))
+    with pytest.raises(ConfigError, match=r"^storage: /\S+/f is a file, not a folder$"):
+        launcher.prepare_folders(cfg)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml", "f"]
+
+
+def test_the_probe_writes_and_deletes_its_file(tmp_path: Path) -> None:
+    launcher._write_probe(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(FileNotFoundError):
+        launcher._write_probe(tmp_path / "missing")
+
+
+def test_sqlite_check_is_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    optuna.create_study(study_name="t", storage=open_storage(f"sqlite:///{path}"))
+    path.chmod(0o444)  # a read-only open must still read it (as root the mode is not enforced)
+    before = path.read_bytes()
+    assert check_storage(f"sqlite:///{path}") == "SQLite database"
+    assert path.read_bytes() == before
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM studies").fetchone() == (1,)

@@ -182,6 +182,37 @@ def test_read_yaml_is_safe_and_says_where(tmp_path: Path, text: str, words: str)
     assert info.value.field == "config" and words in info.value.message
 
 
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        pytest.param(b"study: t\n# caf\xe9\n", "is not UTF-8 text (byte 0xe9 on line 2); save it",
+                     id="latin-1"),
+        pytest.param(b"\xff\xfes\x00t\x00", "is not UTF-8 text (byte 0xff on line 1)",
+                     id="utf-16"),
+        pytest.param(b"study: t\x00\n", "is not valid YAML at character 9: unacceptable character",
+                     id="nul-byte"),
+    ],
+)
+def test_config_bytes_must_be_utf8_text(tmp_path: Path, data: bytes, words: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path)
+    assert info.value.field == "config" and words in info.value.message, info.value
+    assert str(path) in info.value.message
+
+
+def test_utf8_with_a_byte_order_mark_and_accents_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_bytes("\ufeffstudy: t  # café\nmodel: {name: lenet}\n".encode())
+    assert read_yaml(path) == {"study": "t", "model": {"name": "lenet"}}
+
+
+def test_a_folder_is_not_a_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="^config: cannot read .*: Is a directory$"):
+        read_yaml(tmp_path)
+
+
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="^config: cannot read"):
         read_yaml(tmp_path / "nope.yaml")

@@ -4,10 +4,12 @@ several launchers on one PostgreSQL study, and bad input."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +30,11 @@ from _support import (
 )
 from optuna.trial import TrialState
 
-from lightning_hpo.config import DEFAULT_CONFIG
+from lightning_hpo.config import DEFAULT_CONFIG, load_config
+from lightning_hpo.launch.devices import plan_slots
+from lightning_hpo.launch.status import summary
+from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.supervisor import Supervisor
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
@@ -155,6 +161,185 @@ def test_stale_running_trials_of_a_dead_launcher_end_on_resume(tmp_path: Path) -
     assert len(trials) == 3 and {t.state for t in trials} <= FINISHED
 
 
+def _budget_trial(study: optuna.Study) -> optuna.trial.FrozenTrial:
+    """The trial the budget stopped, checked for what every budget stop keeps."""
+    trials = study.get_trials(deepcopy=False)
+    counts = states(study)
+    assert counts["RUNNING"] == 0 and counts["FAIL"] == 0, counts
+    assert counts["WAITING"] == 2, counts  # unclaimed tickets stay for the next run
+    trial = trials[0]
+    attrs = trial.user_attrs
+    assert "fail_reason" not in attrs
+    assert attrs["epochs"] == len(attrs["epoch_end_times"]) == len(trial.intermediate_values)
+    if trial.intermediate_values:  # Optuna keeps a PRUNED trial's last value as its value
+        assert trial.value == trial.intermediate_values[max(trial.intermediate_values)]
+        assert Path(attrs["checkpoint"]).is_file()
+    return trial
+
+
+def test_the_wall_clock_budget_keeps_the_interrupted_trial_as_pruned(tmp_path: Path) -> None:
+    """A trial still running when stop.max_wallclock_time runs out ends PRUNED with its learning
+    curve and a stop_reason, not FAIL; the summary names the best value it reached."""
+    config = config_file(tmp_path, trainer={"max_epochs": 1000, "limit_train_batches": 4,
+                                            "limit_val_batches": 2},
+                         devices={"accelerator": "cpu", "count": 1},
+                         stop={"n_trials": 3, "max_wallclock_time": 25})
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    reason = "wall-clock budget reached (stop.max_wallclock_time=25 s)"
+    assert f"Study 't' stopped: {reason}." in out
+    trial = _budget_trial(study_of(str(tmp_path / "t.journal")))
+    assert trial.state == TrialState.PRUNED, trial.user_attrs
+    assert trial.intermediate_values, "the worker took the whole budget to start"
+    assert re.fullmatch(re.escape(reason) + r"; stopped (after|during) epoch \d+",
+                        trial.user_attrs["stop_reason"])
+    epoch, best = min(trial.intermediate_values.items(), key=lambda item: item[1])
+    assert "No trial completed yet." in out
+    assert (f"Best validation_error seen at any epoch: {best:.4f} (trial 0 at epoch {epoch}, "
+            "stopped by the study's budget)") in out
+
+
+def test_max_failed_trials_stops_the_others_as_pruned(tmp_path: Path) -> None:
+    """stop.max_failed_trials is the study's budget too: the trial still running when it is
+    reached (a good one, lr=0.1) ends PRUNED with the reason, the failed one stays FAIL."""
+    config = config_file(
+        tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+        initial=[{"lr": 0.1, "batch_size": 64}, {"lr": 0.5, "batch_size": 64}],
+        trainer={"max_epochs": 1000, "limit_train_batches": 4, "limit_val_batches": 2},
+        devices={"accelerator": "cpu", "count": 2},
+        stop={"n_trials": 4, "max_failed_trials": 1},
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    reason = r"\d trials failed \(stop\.max_failed_trials=1\)"  # 2 if two fail at once
+    assert re.search(f"Study 't' stopped: {reason}\\.", result.stdout), result.stdout
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert [t.state.name for t in trials[:2]] == ["PRUNED", "FAIL"]
+    # The failing slot may claim one more before the supervisor has counted the failure.
+    assert {t.state.name for t in trials[2:]} <= {"WAITING", "PRUNED", "FAIL"}
+    for trial in trials:
+        if trial.state == TrialState.FAIL:
+            assert trial.user_attrs["fail_reason"].startswith("RuntimeError: boom at lr=")
+        elif trial.state == TrialState.PRUNED:
+            assert "fail_reason" not in trial.user_attrs
+            assert re.fullmatch(reason + r"; stopped (after|during) epoch \d+",
+                                trial.user_attrs["stop_reason"])
+
+
+# grace (s), max_epochs, check_val_every_n_epoch, the reported epoch after which the deadline
+# comes (0: a second into the first fit), Ctrl-C after the deadline, devices per trial ->
+#   the trial's state, how its stop_reason ends (a regex), the epochs it reported
+GRACE_CASES = [
+    ("no-grace-stops-mid-epoch", 0, 1000, 3, 3, False, 1,
+     TrialState.PRUNED, r"stopped during epoch [4-6]", [3]),
+    ("grace-reaches-the-next-report", 120, 1000, 3, 3, False, 1,
+     TrialState.PRUNED, r"stopped after epoch 6", [3, 6]),
+    ("grace-lets-the-last-epoch-complete", 120, 6, 3, 3, False, 1,
+     TrialState.COMPLETE, None, [3, 6]),
+    ("grace-runs-out", 2, 1000, 500, 0, False, 1,
+     TrialState.PRUNED, r"stopped during epoch \d+", []),
+    ("ctrl-c-cuts-the-grace-short", 120, 1000, 3, 3, True, 1,
+     TrialState.PRUNED, r"stopped during epoch [4-6]", [3]),
+    ("grace-under-ddp", 120, 1000, 3, 3, False, 2,
+     TrialState.PRUNED, r"stopped after epoch 6", [3, 6]),
+]
+
+
+@pytest.mark.parametrize(
+    ("grace", "max_epochs", "every", "trigger", "ctrl_c", "per_trial", "state", "ending",
+     "reported"),
+    [c[1:] for c in GRACE_CASES], ids=[c[0] for c in GRACE_CASES],
+)
+def test_the_budget_stop_and_its_grace(
+    tmp_path: Path, grace: float, max_epochs: int, every: int, trigger: int, ctrl_c: bool,
+    per_trial: int, state: TrialState, ending: str | None, reported: list[int],
+) -> None:
+    """stop.grace lets a trial running when the budget runs out go on to its next reported
+    epoch (or to its last, and COMPLETE); without a grace, when the grace is over, or on Ctrl-C
+    during it, the trial stops at its next batch. The supervisor runs in this process so that
+    the test can move its deadline to a known point of the trial."""
+    # Three epochs between two reports take far longer than the supervisor takes to send an
+    # order (about 0.2 s): every batch of the digits' training split, 32 images a batch.
+    config = config_file(
+        tmp_path, devices={"accelerator": "cpu", "count": per_trial, "per_trial": per_trial},
+        initial=[{"lr": 0.1, "batch_size": 32}],
+        trainer={"max_epochs": max_epochs, "check_val_every_n_epoch": every,
+                 "limit_val_batches": 2},
+        stop={"n_trials": 3, "max_wallclock_time": 600, "grace": grace},
+    )
+    cfg = load_config(config)
+    study, _ = open_study(cfg, open_storage(cfg.storage))
+    moved: list[float] = []
+
+    def move_the_deadline(sup: Supervisor) -> None:
+        row = sup.rows.get(0)
+        if row is None or row.fit_started is None:
+            return
+        due = row.epochs >= trigger > 0 or (trigger == 0 and time.time() > row.fit_started + 1)
+        if due and not moved:
+            sup.deadline = time.time()
+            moved.append(sup.deadline)
+        elif ctrl_c and sup.stop_reason is not None and len(moved) == 1:
+            moved.append(time.time())
+            os.kill(os.getpid(), signal.SIGINT)
+
+    sup = Supervisor(cfg, study, plan_slots(per_trial, per_trial), "cpu", n_cores=per_trial,
+                     on_change=move_the_deadline)
+    why = sup.run()
+    took = time.time() - moved[0]
+    assert why == "wall-clock budget reached (stop.max_wallclock_time=600 s)"
+    trial = _budget_trial(study_of(cfg.storage))
+    assert trial.state == state, trial.user_attrs
+    assert sorted(trial.intermediate_values) == reported
+    if ending is None:
+        assert "stop_reason" not in trial.user_attrs
+    else:
+        assert re.fullmatch(re.escape(why) + "; " + ending, trial.user_attrs["stop_reason"])
+    after = [t for t in trial.user_attrs["epoch_end_times"] if t > moved[0]]
+    assert len(after) == len([e for e in reported if e > trigger])
+    assert took < (0 if ctrl_c else grace) + 20, f"the run ended {took:.1f} s after the deadline"
+    if grace and not ctrl_c and ending and "during" in ending:
+        assert took >= grace  # stopped mid-epoch only once the grace was over
+
+
+def _trial(state: TrialState, curve: dict[int, float], **attrs: Any) -> Any:
+    return optuna.trial.create_trial(
+        state=state, value=curve[max(curve)] if state == TrialState.COMPLETE else None,
+        params={"lr": 0.1}, distributions={"lr": optuna.distributions.FloatDistribution(0.01, 1)},
+        intermediate_values=curve, user_attrs=attrs,
+    )
+
+
+def test_the_summary_names_the_best_value_of_a_stopped_trial(tmp_path: Path) -> None:
+    """The best value anywhere (any state, any epoch) is named beside the best COMPLETE trial,
+    saying that the study's budget stopped the trial that reached it; not when it is the same."""
+    cfg = load_config(config_file(tmp_path))
+    study = optuna.create_study(direction="minimize")
+    study.add_trial(_trial(TrialState.COMPLETE, {1: 0.004, 2: 0.0009}, checkpoint="/c/0.ckpt"))
+    study.add_trial(_trial(TrialState.PRUNED, {1: 0.003, 2: 0.0002, 3: 0.0004},
+                           stop_reason="wall-clock budget reached", checkpoint="/c/1.ckpt"))
+    study.add_trial(_trial(TrialState.FAIL, {1: float("nan")}, fail_reason="boom"))
+    lines = summary(cfg, study, None, "wall-clock budget reached")
+    assert "Best validation_error: 0.0009 (trial 0) with {'lr': 0.1}" in lines
+    assert "Best checkpoint: /c/0.ckpt" in lines
+    seen = lines.index("Best validation_error seen at any epoch: 0.0002 (trial 1 at epoch 2, "
+                       "stopped by the study's budget) with {'lr': 0.1}")
+    assert lines[seen + 1] == "Its best checkpoint: /c/1.ckpt"
+
+    alone = optuna.create_study(direction="minimize")
+    alone.add_trial(_trial(TrialState.PRUNED, {1: 0.5, 2: 0.3}))
+    lines = summary(cfg, alone, None, "all trials done")
+    assert "No trial completed yet." in lines
+    assert ("Best validation_error seen at any epoch: 0.3000 (trial 0 at epoch 2, PRUNED trial) "
+            "with {'lr': 0.1}") in lines
+
+    study.add_trial(_trial(TrialState.COMPLETE, {1: 0.01, 2: 0.0001}))
+    lines = summary(cfg, study, None, "all trials done")
+    assert "Best validation_error: 0.0001 (trial 3) with {'lr': 0.1}" in lines
+    assert not any(line.startswith("Best validation_error seen") for line in lines)
+
+
 @pytest.mark.postgres
 def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_server: Any) -> None:
     postgres_url = postgres_server.new_database("launchers")
@@ -178,6 +363,7 @@ BAD_CALLS = [
     ("device-count", ["--set", "devices.count=64"], "devices.count: is 64"),
     ("no-gpu", ["--set", "devices.accelerator=gpu"], "devices.accelerator: is gpu"),
     ("bad-set", ["--set", "stop.n_trials"], "--set: 'stop.n_trials' must look like"),
+    ("negative-grace", ["--set", "stop.grace=-1"], "stop.grace: is -1, but must be seconds >= 0"),
     ("unreachable-postgres",
      ["--set", "storage=postgresql+psycopg2://hpo:s3cr3t-pw@127.0.0.1:1/db"],
      "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db"),

@@ -1,6 +1,7 @@
-"""Faults: random SIGKILLs of workers during a 40-trial study, and a killed launcher resumed.
+"""Faults: random SIGKILLs of workers during a 40-trial study, a killed launcher resumed, and
+checkpoints that cannot be written (a full disk, a file-size limit).
 
-Whatever is killed, every trial ends COMPLETE, PRUNED or FAIL with a reason, none is left
+Whatever happens, every trial ends COMPLETE, PRUNED or FAIL with a reason, none is left
 RUNNING, the count is exact, and the best trial is reproducible from its stored params.
 """
 
@@ -8,13 +9,17 @@ from __future__ import annotations
 
 import os
 import random
+import resource
+import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import optuna
 import pytest
-from _support import FINISHED, INITIAL, config_file, finish, popen, study_of
+from _support import FINISHED, INITIAL, config_file, env, finish, launch, popen, study_of
 from optuna.trial import TrialState
 
 from lightning_hpo.config import load_config
@@ -102,3 +107,63 @@ def test_a_killed_launcher_resumes_without_losing_or_duplicating(tmp_path: Path)
     interrupted = [t for t in trials if t.state == TrialState.FAIL]
     assert interrupted and all("launcher" in t.user_attrs["fail_reason"] for t in interrupted)
     assert sum(t.params == INITIAL for t in trials) == 1
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    """Mount a tmpfs of ``size`` at ``where`` (root only); False where that is not possible."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, check=False)
+    return done.returncode == 0
+
+
+def test_a_full_disk_fails_the_trial_whose_checkpoint_it_cannot_hold(tmp_path: Path) -> None:
+    """Trial 2's folder is a 64 KiB tmpfs: its logs fit, its checkpoint does not. The trial ends
+    FAIL naming the checkpoint and the problem in one line, no truncated checkpoint is left, and
+    the same worker runs the rest of the study."""
+    config = config_file(tmp_path, devices={"accelerator": "cpu", "count": 1},
+                         stop={"n_trials": 4})
+    folder = tmp_path / "runs" / "t" / "trial_00002"
+    folder.mkdir(parents=True)
+    if not _mount_tmpfs(folder, "64k"):
+        pytest.skip("needs root and mount for a tmpfs (the file-size-limit test runs anywhere)")
+    try:
+        result = launch(str(config), "--quiet", cwd=tmp_path)
+        leftovers = [path.name for path in folder.iterdir() if path.suffix == ".ckpt"]
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    assert trials[2].user_attrs["fail_reason"] == (
+        f"CheckpointWriteError: cannot write checkpoint {folder / 'best.ckpt'}: "
+        "No space left on device"
+    )
+    assert leftovers == []
+    assert len({t.user_attrs["pid"] for t in trials}) == 1  # the worker went on
+
+
+def test_a_checkpoint_over_the_file_size_limit_fails_its_trial(tmp_path: Path) -> None:
+    """The launcher runs under a 128 KiB file-size limit (RLIMIT_FSIZE): the study's journal and
+    the logs fit, no LeNet checkpoint (about 250 KB) does. Each trial ends FAIL with the reason,
+    the worker goes on to the next, and none is left RUNNING."""
+    config = config_file(tmp_path, devices={"accelerator": "cpu", "count": 1},
+                         stop={"n_trials": 3})
+    limit = 128 * 1024
+    result = subprocess.run(
+        [sys.executable, "-m", "lightning_hpo.launch", str(config), "--quiet"], cwd=tmp_path,
+        env=env(), capture_output=True, text=True, timeout=420,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "No trial completed yet." in result.stdout
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert [t.state.name for t in trials] == ["FAIL"] * 3
+    for trial in trials:
+        assert trial.user_attrs["fail_reason"] == (
+            "CheckpointWriteError: cannot write checkpoint "
+            f"{tmp_path / 'runs' / 't' / f'trial_{trial.number:05d}' / 'best.ckpt'}: "
+            "File too large"
+        )
+    assert len({t.user_attrs["pid"] for t in trials}) == 1

@@ -27,6 +27,7 @@ __all__ = ["Display", "summary"]
 
 _STYLE = {"RUNNING": "cyan", "COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red"}
 _ROWS = 14  # rows of the live table: running trials first, then the latest finished
+_BAR_WIDTH = 40  # characters of the live view's progress bar
 
 
 def _fmt(value: float | None) -> str:
@@ -96,24 +97,38 @@ class Display:
                 f"[slot {row.slot} {row.device}, {took:.1f} s]{extra}")
 
     def render(self, sup: Supervisor) -> Group:
-        """The live view: header, progress bar, table of trials."""
+        """The live view, each part starting on a line of its own at any console width.
+
+        A header (study, best value, elapsed time, slots), the progress bar with the goal
+        beside it, and the table of trials. Rich's ``ProgressBar`` ends no line, so it sits in
+        a one-row grid, which does; the header wraps rather than being cut off where the
+        console is narrow (the launcher's console soft-wraps, which Live would crop).
+
+        Example::
+
+            >>> display = Display(cfg, "live", Console(width=60))  # doctest: +SKIP
+            >>> display.console.print(display.render(supervisor))  # doctest: +SKIP
+        """
         rows = sup.rows
         finished = sum(r.ended is not None for r in rows.values())
         best = _best(rows, self.cfg.direction)
         stop = self.cfg.stop
         if stop.n_trials is not None:
-            bar = ProgressBar(total=stop.n_trials, completed=finished, width=40)
+            bar = ProgressBar(total=stop.n_trials, completed=finished, width=_BAR_WIDTH)
             goal = f"{finished}/{stop.n_trials} trials (this run)"
         else:
             total = stop.max_wallclock_time or 1.0
-            bar = ProgressBar(total=total, completed=min(sup.elapsed, total), width=40)
+            bar = ProgressBar(total=total, completed=min(sup.elapsed, total), width=_BAR_WIDTH)
             goal = f"{_clock(sup.elapsed)} of {_clock(total)}"
         head = Text.assemble(
-            (f"{self.cfg.study}", "bold"), f"  {goal}  ",
+            (f"{self.cfg.study}", "bold"), "  ",
             (f"best {self.cfg.metric} {_fmt(best.value)} (trial {best.number})" if best
              else "no completed trial yet", "green"),
             f"  {_clock(sup.elapsed)} elapsed  {len(sup.slots)} slots",
+            no_wrap=False, overflow="fold",  # wrap even on a soft-wrapping console
         )
+        progress = Table.grid(padding=(0, 2))
+        progress.add_row(bar, Text(goal, no_wrap=False))
         table = Table(expand=False, header_style="bold")
         for column in ("trial", "state", "epochs", "last", "params", "slot/device", "elapsed"):
             table.add_column(column, justify="right" if column in ("trial", "epochs") else "left")
@@ -128,11 +143,35 @@ class Display:
                                                             else row.value),
                 _params(row.params), f"{row.slot} {row.device}", f"{took:.1f} s",
             )
-        return Group(head, bar, table)
+        return Group(head, progress, table)
+
+
+def _best_seen(
+    trials: list[optuna.trial.FrozenTrial], direction: str
+) -> tuple[float, optuna.trial.FrozenTrial, int] | None:
+    """The best finite value any trial reported at any epoch, whatever its state, with the
+    trial and the epoch (a trial the budget stopped has no final value, only these)."""
+    better = (lambda a, b: a < b) if direction == "minimize" else (lambda a, b: a > b)
+    best: tuple[float, optuna.trial.FrozenTrial, int] | None = None
+    for trial in trials:
+        for epoch, value in trial.intermediate_values.items():
+            if math.isfinite(value) and (best is None or better(value, best[0])):
+                best = (value, trial, epoch)
+    return best
 
 
 def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) -> list[str]:
-    """The closing lines: best trial, counts, where things are, and what to run next."""
+    """The closing lines: best trial, counts, where things are, and what to run next.
+
+    Besides the best COMPLETE trial, the best value reported at any epoch by any trial is named
+    when it is better, saying whether the study's budget stopped that trial (it then ended
+    PRUNED with its learning curve, see ``stop_reason``).
+
+    Example::
+
+        for line in summary(cfg, study, None, "all trials done"):
+            print(line)
+    """
     trials = study.get_trials(deepcopy=False)
     counts = Counter(t.state.name for t in trials)
     order = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
@@ -149,8 +188,10 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
             f"{sup.elapsed:.1f} s ({', '.join(f'{n} {s.lower()}' for s, n in ran.items())})."
         )
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
+    best_value: float | None = None
     if completed:
         best = study.best_trial
+        best_value = best.value
         lines.append(
             f"Best {cfg.metric}: {_fmt(best.value)} (trial {best.number}) with {best.params}"
         )
@@ -158,6 +199,20 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
             lines.append(f"Best checkpoint: {best.user_attrs['checkpoint']}")
     else:
         lines.append("No trial completed yet.")
+    seen = _best_seen(trials, cfg.direction)
+    if seen is not None and (
+        best_value is None
+        or (seen[0] < best_value if cfg.direction == "minimize" else seen[0] > best_value)
+    ):
+        value, trial, epoch = seen
+        whose = ("stopped by the study's budget" if trial.user_attrs.get("stop_reason")
+                 else f"{trial.state.name} trial")
+        lines.append(
+            f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {trial.number} at epoch "
+            f"{epoch}, {whose}) with {trial.params}"
+        )
+        if trial.user_attrs.get("checkpoint"):
+            lines.append(f"Its best checkpoint: {trial.user_attrs['checkpoint']}")
     lines += [
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "

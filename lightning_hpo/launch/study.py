@@ -66,7 +66,8 @@ class ATTR:
     LOG_DIR = "log_dir"
     CHECKPOINT = "checkpoint"
     SEED = "seed"
-    FAIL_REASON = "fail_reason"
+    FAIL_REASON = "fail_reason"  # why a FAIL trial failed
+    STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
 
 
 #: Study user attribute holding the config the study was created with (storage masked).
@@ -109,6 +110,7 @@ def open_study(
     sampler, pruner = build_sampler(cfg, worker_offset), build_pruner(cfg)
     if not queue:
         return _create_or_load(cfg, storage, sampler, pruner)
+    _load(cfg, storage, sampler, pruner)  # refuse a wrong direction before making the lock file
     with _setup_lock(cfg, storage):
         study, created = _create_or_load(cfg, storage, sampler, pruner)
         if created:
@@ -120,28 +122,56 @@ def open_study(
     return study, created
 
 
+def _load(
+    cfg: Config,
+    storage: optuna.storages.BaseStorage,
+    sampler: optuna.samplers.BaseSampler,
+    pruner: optuna.pruners.BasePruner,
+) -> optuna.Study | None:
+    """The existing study, checked against the config (reads only); None when there is none.
+
+    Raises:
+        ConfigError: ``direction`` (or ``study`` for a multi-objective study) when it does not
+            match the config.
+    """
+    try:
+        study = optuna.load_study(
+            study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner
+        )
+    except KeyError:  # no such study yet
+        return None
+    if len(study.directions) != 1:
+        message = f"'{cfg.study}' is a multi-objective study; the launcher runs one objective"
+        raise ConfigError("study", message)
+    existing = study.direction.name.lower()
+    if existing != cfg.direction:
+        message = f"is {cfg.direction}, but study '{cfg.study}' was created to {existing}"
+        raise ConfigError("direction", message)
+    return study
+
+
 def _create_or_load(
     cfg: Config,
     storage: optuna.storages.BaseStorage,
     sampler: optuna.samplers.BaseSampler,
     pruner: optuna.pruners.BasePruner,
 ) -> tuple[optuna.Study, bool]:
+    """Load the study, or create it when it is missing; ``(study, created)``.
+
+    Loading comes first: on a journal file a ``create_study`` of an existing name appends a
+    record before it fails, so resuming (or refusing a wrong ``direction``) would write.
+    """
+    study = _load(cfg, storage, sampler, pruner)
+    if study is not None:
+        return study, False
     try:
         study = optuna.create_study(
             study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner,
             direction=cfg.direction,
         )
-        created = True
-    except optuna.exceptions.DuplicatedStudyError:
-        study = optuna.load_study(
-            study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner
-        )
-        created = False
-        existing = study.direction.name.lower()
-        if existing != cfg.direction:
-            message = f"is {cfg.direction}, but study '{cfg.study}' was created to {existing}"
-            raise ConfigError("direction", message) from None
-    return study, created
+    except optuna.exceptions.DuplicatedStudyError:  # made meanwhile (a storage without lock)
+        return _create_or_load(cfg, storage, sampler, pruner)
+    return study, True
 
 
 def _top_up(study: optuna.Study, cfg: Config) -> None:
@@ -236,7 +266,15 @@ def end_trial(
 ) -> bool:
     """Finish trial ``number`` (COMPLETE with a value, PRUNED, or FAIL with a reason).
 
-    Returns False when the trial had already finished (another process ended it first).
+    ``reason`` is stored as ``fail_reason`` for FAIL and as ``stop_reason`` for PRUNED (a trial
+    the study's budget stopped; Optuna keeps its intermediate values, and its last one as its
+    value). Returns False when the trial had already finished (another process ended it first).
+
+    Example::
+
+        end_trial(study, 13, TrialState.PRUNED,
+                  reason="wall-clock budget reached (stop.max_wallclock_time=200 s); "
+                  "stopped after epoch 7")
     """
     frozen = study.get_trials(deepcopy=False)[number]
     if frozen.state.is_finished():
@@ -244,7 +282,8 @@ def end_trial(
     storage = storage_of(study)
     try:
         if reason is not None:
-            storage.set_trial_user_attr(trial_id_of(frozen), ATTR.FAIL_REASON, reason)
+            name = ATTR.STOP_REASON if state == TrialState.PRUNED else ATTR.FAIL_REASON
+            storage.set_trial_user_attr(trial_id_of(frozen), name, reason)
             storage.set_trial_user_attr(trial_id_of(frozen), ATTR.END, time.time())
         study.tell(number, value if state == TrialState.COMPLETE else None, state=state)
     except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError) as error:

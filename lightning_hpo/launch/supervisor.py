@@ -8,9 +8,15 @@ live status and notices when a worker dies:
 
 * a worker that exits non-zero or is killed has its running trial ended FAIL with the reason
   (``worker for slot 1 (pid 4242) was killed by SIGKILL``), and the slot is started again;
-* SIGINT/SIGTERM, ``stop.max_wallclock_time`` and ``stop.max_failed_trials`` stop every worker
-  with SIGTERM (the running trials end FAIL, "interrupted: ..."), SIGKILL after a grace period,
-  and then any trial still RUNNING of this launcher is ended FAIL with the reason.
+* the study's own budget (``stop.max_wallclock_time``, ``stop.max_failed_trials``) sends every
+  worker a :class:`~lightning_hpo.launch.protocol.StopOrder`: no more claims, and the running
+  trials end PRUNED with their learning curve and a ``stop_reason``, at their next epoch
+  boundary while ``stop.grace`` lasts, at their next batch after it;
+* SIGINT/SIGTERM of the launcher interrupt: every worker gets SIGTERM and the running trials end
+  FAIL ("interrupted: ..."). A signal during ``stop.grace`` ends the grace instead (the trials
+  still end PRUNED: the budget had already stopped the study);
+* a worker still alive :data:`GRACE_SECONDS` after its last order is killed, and any trial of
+  this launcher still RUNNING then is ended (PRUNED after a budget stop, FAIL otherwise).
 """
 
 from __future__ import annotations
@@ -35,14 +41,21 @@ from optuna.trial import TrialState
 
 from lightning_hpo.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process
-from lightning_hpo.launch.protocol import CONFIG_ENV, TRIAL_LIMIT, WORKER_ENV, WorkerSpec
+from lightning_hpo.launch.protocol import (
+    CONFIG_ENV,
+    STOP_SIGNAL,
+    TRIAL_LIMIT,
+    WORKER_ENV,
+    StopOrder,
+    WorkerSpec,
+)
 from lightning_hpo.launch.study import ATTR, end_trial
 
 __all__ = ["Supervisor", "TrialRow"]
 
 _logger = logging.getLogger(__name__)
 
-#: Seconds a worker gets to end its trial after SIGTERM before it is killed.
+#: Seconds a worker gets to end its trial after SIGTERM or a stop-now order before it is killed.
 GRACE_SECONDS = 30.0
 #: A slot whose worker dies this many times in a row without finishing a trial is given up.
 MAX_RESTARTS = 5
@@ -72,10 +85,12 @@ class _Worker:
     process: subprocess.Popen[bytes]
     reader: Any
     generation: int
+    control: int  # write end of its stop-order pipe
     buffer: str = ""
     trial: int | None = None
     exit_reason: str | None = None
     deaths_in_a_row: int = 0
+    ready: bool = False  # it said so: its stop-order signal handler is in place
 
 
 class Supervisor:
@@ -114,6 +129,9 @@ class Supervisor:
         )
         self.rows: dict[int, TrialRow] = {}
         self.stop_reason: str | None = None
+        self._order: StopOrder | None = None  # the budget's last stop order, once it is spent
+        self._grace_end: float | None = None  # unix seconds: then the order becomes "now"
+        self._kill_at: float | None = None  # unix seconds: then workers still alive are killed
         self.gaps: list[float] = []  # seconds between a trial's end and the next fit on a slot
         self._threads = threads_per_process(n_cores, len(slots) * len(slots[0].devices))
         self._on_change = on_change
@@ -140,24 +158,32 @@ class Supervisor:
                 self._check_budget()
                 if self._on_change is not None:
                     self._on_change(self)
+                if self._kill_at is not None and time.time() >= self._kill_at:
+                    break
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self._stop_all(self.stop_reason or "launcher stopped")
+            self._stop_all()
             self._end_orphans()
         return self.stop_reason or "all trials done"
 
     def _on_signal(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
         if self.stop_reason is None:
-            self.stop_reason = f"stopped by {signal.Signals(signum).name}"
+            self.stop_reason = f"stopped by {name}"
             self._signal_workers(signal.SIGTERM)
+            self._kill_at = time.time() + GRACE_SECONDS
+        elif self._grace_end is not None:
+            _logger.warning("%s: stop.grace cut short, stopping the running trials now", name)
+            self._order_stop(now=True)
 
     def _start(self, slot: Slot, generation: int) -> None:
         spec_read, spec_write = os.pipe()
+        control_read, control_write = os.pipe()
         spec = WorkerSpec(
             slot=slot.index, devices=slot.devices, kind=self.kind, threads=self._threads,
             launcher_pid=os.getpid(), events_fd=spec_write, deadline=self.deadline,
-            generation=generation, max_trials=self._trials_per_process,
+            generation=generation, max_trials=self._trials_per_process, control_fd=control_read,
         )
         env = dict(os.environ)
         env[CONFIG_ENV] = json.dumps(self.cfg.raw)
@@ -172,14 +198,19 @@ class Supervisor:
             process = subprocess.Popen(
                 [sys.executable, "-m", "lightning_hpo.launch.worker"],
                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(spec_write,), start_new_session=True,
+                pass_fds=(spec_write, control_read), start_new_session=True,
             )
+        except BaseException:
+            os.close(spec_read)
+            os.close(control_write)
+            raise
         finally:
             log.close()
             os.close(spec_write)
+            os.close(control_read)
         reader = os.fdopen(spec_read, "r")
         os.set_blocking(spec_read, False)
-        worker = _Worker(slot, process, reader, generation)
+        worker = _Worker(slot, process, reader, generation, control_write)
         previous = self._workers.get(slot.index)
         if previous is not None:
             worker.deaths_in_a_row = previous.deaths_in_a_row
@@ -238,6 +269,10 @@ class Supervisor:
             self._slot_last_end[worker.slot.index] = now
             if event["state"] == "FAIL":
                 self._failed += 1
+        elif kind == "ready":
+            worker.ready = True
+            if self._order is not None:  # the order is in its pipe; now it can take the signal
+                self._wake(worker)
         elif kind == "exit":
             worker.exit_reason = event["reason"]
 
@@ -248,9 +283,7 @@ class Supervisor:
             if code is None:
                 continue
             self._read(worker)  # the last events before it went
-            self._selector.unregister(worker.reader)
-            worker.reader.close()
-            del self._workers[index]
+            self._forget(worker)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)  # its DDP ranks, if any
             if code == 0 and worker.trial is None:
@@ -261,7 +294,7 @@ class Supervisor:
                    else f"exited with code {code}")
             reason = f"worker for slot {index} (pid {worker.process.pid}) {how}"
             if worker.trial is not None:
-                self._fail(worker.trial, reason)
+                self._end(worker.trial, TrialState.FAIL, reason)
                 self._failed += 1
             worker.deaths_in_a_row += 1
             if self.stop_reason is not None:
@@ -274,59 +307,104 @@ class Supervisor:
             self._workers[index] = worker  # carry the death count into the restart
             self._start(worker.slot, worker.generation + 1)
 
-    def _fail(self, number: int, reason: str) -> None:
-        end_trial(self.study, number, TrialState.FAIL, reason=reason)
+    def _forget(self, worker: _Worker) -> None:
+        """Close a finished worker's pipes and drop it from the running workers."""
+        self._selector.unregister(worker.reader)
+        worker.reader.close()
+        with contextlib.suppress(OSError):
+            os.close(worker.control)
+        if self._workers.get(worker.slot.index) is worker:
+            del self._workers[worker.slot.index]
+
+    def _end(self, number: int, state: TrialState, reason: str) -> None:
+        """End a trial its worker could not end, and show it so."""
+        end_trial(self.study, number, state, reason=reason)
         row = self.rows.get(number)
         if row is not None and row.ended is None:
-            row.state, row.reason, row.ended = "FAIL", reason, time.time()
+            row.state, row.reason, row.ended = state.name, reason, time.time()
+            if state == TrialState.PRUNED:
+                row.value = row.last
+
+    def _end_unfinished(self, number: int, detail: str | None = None) -> None:
+        """End a trial still running when the launcher stops: PRUNED with its learning curve
+        after a budget stop, FAIL ("interrupted: ...") after a signal or an error."""
+        why = self.stop_reason or "launcher stopped"
+        if self._order is not None:
+            self._end(number, TrialState.PRUNED, f"{why}; {detail or 'left running'}")
+        else:
+            self._end(number, TrialState.FAIL,
+                      f"interrupted: {why}" + (f" ({detail})" if detail else ""))
 
     def _check_budget(self) -> None:
-        if self.stop_reason is not None:
-            return
-        if self.deadline is not None and time.time() >= self.deadline:
-            self.stop_reason = "wall-clock budget reached"
-        limit = self.cfg.stop.max_failed_trials
-        if limit is not None and self._failed >= limit:
-            self.stop_reason = f"{self._failed} trials failed (stop.max_failed_trials={limit})"
-        if self.stop_reason is not None:
-            self._signal_workers(signal.SIGTERM)
+        """Start the budget stop when a criterion is met; end the grace when it is over."""
+        now = time.time()
+        if self.stop_reason is None:
+            limit = self.cfg.stop.max_failed_trials
+            if self.deadline is not None and now >= self.deadline:
+                seconds = self.cfg.stop.max_wallclock_time
+                self.stop_reason = (
+                    f"wall-clock budget reached (stop.max_wallclock_time={seconds:g} s)"
+                )
+            elif limit is not None and self._failed >= limit:
+                self.stop_reason = f"{self._failed} trials failed (stop.max_failed_trials={limit})"
+            if self.stop_reason is not None:
+                self._order_stop(now=self.cfg.stop.grace <= 0)
+        elif self._grace_end is not None and now >= self._grace_end:
+            self._order_stop(now=True)
+
+    def _order_stop(self, now: bool) -> None:
+        """Tell every worker the budget is spent: stop at the next epoch boundary, or ``now``."""
+        self._order = StopOrder(self.stop_reason or "budget spent", now)
+        if now:
+            self._grace_end, self._kill_at = None, time.time() + GRACE_SECONDS
+        else:
+            self._grace_end = time.time() + self.cfg.stop.grace
+        line = self._order.to_line().encode()
+        for worker in self._workers.values():
+            with contextlib.suppress(OSError):  # it has just exited
+                os.write(worker.control, line)
+            if worker.ready:
+                self._wake(worker)
+
+    def _wake(self, worker: _Worker) -> None:
+        """Make a worker read its stop orders now (it installed the handler before "ready")."""
+        with contextlib.suppress(ProcessLookupError):
+            worker.process.send_signal(STOP_SIGNAL)
 
     def _signal_workers(self, signum: int) -> None:
         for worker in self._workers.values():
             with contextlib.suppress(ProcessLookupError):
                 worker.process.send_signal(signum)
 
-    def _stop_all(self, reason: str) -> None:
-        """SIGTERM, wait up to the grace period (reading events), then SIGKILL what is left."""
+    def _stop_all(self) -> None:
+        """Wait for the stopped workers (reading events) until their time is up, then SIGKILL
+        what is left; a loop left on an error first sends SIGTERM."""
         if not self._workers:
             return
-        self._signal_workers(signal.SIGTERM)
-        limit = time.time() + GRACE_SECONDS
-        while self._workers and time.time() < limit:
+        if self._kill_at is None:
+            self.stop_reason = self.stop_reason or "launcher stopped"
+            self._order, self._grace_end = None, None
+            self._signal_workers(signal.SIGTERM)
+            self._kill_at = time.time() + GRACE_SECONDS
+        while self._workers and time.time() < self._kill_at:
             self._pump(timeout=0.1)
-            for index, worker in list(self._workers.items()):
-                if worker.process.poll() is not None:
-                    self._read(worker)
-                    self._selector.unregister(worker.reader)
-                    worker.reader.close()
-                    del self._workers[index]
-                    if worker.trial is not None:
-                        self._fail(worker.trial, f"interrupted: {reason}")
-        for worker in self._workers.values():
+            self._reap()
+        for worker in list(self._workers.values()):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)
             worker.process.wait()
+            self._read(worker)
+            self._forget(worker)
             if worker.trial is not None:
-                killed = f"interrupted: {reason} (killed after {GRACE_SECONDS:g} s)"
-                self._fail(worker.trial, killed)
-        self._workers.clear()
+                killed = f"its worker did not stop within {GRACE_SECONDS:g} s and was killed"
+                self._end_unfinished(worker.trial, killed)
 
     def _end_orphans(self) -> None:
-        """Any trial this launcher's workers left RUNNING ends FAIL with the reason."""
+        """Any trial this launcher's workers left RUNNING is ended with the reason."""
         mine = os.getpid()
         for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine:
-                self._fail(trial.number, f"interrupted: {self.stop_reason or 'launcher stopped'}")
+                self._end_unfinished(trial.number)
 
     # -- what the display reads --------------------------------------------------------------
     @property

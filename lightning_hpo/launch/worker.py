@@ -10,10 +10,23 @@ Lightning launches at the first ``fit`` and keeps; the other ranks run this same
 It reads its config from ``LIGHTNING_HPO_CONFIG`` and its slot from ``LIGHTNING_HPO_WORKER``
 (both JSON; environment, not argv, so the storage password stays out of ``ps``) and writes
 events as JSON lines to the file descriptor the supervisor passed.
+
+How a trial ends when it is stopped from outside:
+
+* the study's budget is spent (a :class:`~lightning_hpo.launch.protocol.StopOrder`): PRUNED,
+  keeping the values it reported, with ``stop_reason`` saying where it stopped
+  (``"wall-clock budget reached (stop.max_wallclock_time=200 s); stopped after epoch 7"``) and
+  its best checkpoint so far; during ``stop.grace`` it first finishes its epoch, and a trial
+  that reaches its last epoch ends COMPLETE as usual;
+* SIGTERM/SIGINT, or the launcher gone: FAIL, ``"interrupted: signal SIGTERM"``;
+* a checkpoint that cannot be written (disk full, folder not writable): FAIL,
+  ``"CheckpointWriteError: cannot write checkpoint /runs/s/trial_00003/best.ckpt: No space left
+  on device"``; the worker goes on with the next trial.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -30,6 +43,7 @@ import optuna
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
 from lightning_hpo._ddp_channel import LeaderChannel
@@ -39,10 +53,12 @@ from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import _FollowerStudy, _LeaderTrial, is_follower
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
+    STOP_SIGNAL,
     TRIAL_LIMIT,
     WORKER_ENV,
     EventWriter,
     WorkerSpec,
+    read_stop_orders,
 )
 from lightning_hpo.launch.study import ATTR, claim_trial, end_trial, open_study
 from lightning_hpo.models import build_model
@@ -52,9 +68,24 @@ from lightning_hpo.storage import open_storage
 _logger = logging.getLogger(__name__)
 
 class _Stop:
-    """Why the worker should stop claiming (and interrupt the trial it trains)."""
+    """Why the worker should stop claiming, and how the trial it trains ends.
+
+    ``reason`` (a signal, the launcher gone) interrupts the trial: it ends FAIL. ``budget`` (the
+    supervisor's stop order) ends it PRUNED: at its next epoch boundary, or at its next training
+    batch once ``now`` is set.
+    """
 
     reason: str | None = None
+    budget: str | None = None
+    now: bool = False
+    control_fd: int = -1
+
+    @classmethod
+    def read_orders(cls) -> None:
+        """Take the supervisor's stop orders waiting on the control pipe."""
+        for order in read_stop_orders(cls.control_fd):
+            cls.budget = order.reason
+            cls.now = cls.now or order.now
 
 
 class _Progress(L.Callback):
@@ -69,30 +100,68 @@ class _Progress(L.Callback):
         self._launcher_pid = spec.launcher_pid
         self.epoch_end_times: list[float] = []
         self.params: dict[str, Any] = {}
+        self.budget_stop: str | None = None  # set when the budget stopped it at an epoch's end
+        self.checkpoint: str | None = None  # the best checkpoint written, once fit is over
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
             self._events.emit("fit_start", trial=self._trial, params=self.params)
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or not trainer.is_global_zero:
+        if trainer.sanity_checking:
             return
-        value = trainer.callback_metrics.get(self._metric)
-        self.epoch_end_times.append(time.time())
-        self._events.emit(
-            "epoch", trial=self._trial, epoch=trainer.current_epoch + 1,
-            value=None if value is None else float(value),
-        )
+        epoch = trainer.current_epoch + 1
+        stop = False
+        if trainer.is_global_zero:
+            value = trainer.callback_metrics.get(self._metric)
+            self.epoch_end_times.append(time.time())
+            self._events.emit(
+                "epoch", trial=self._trial, epoch=epoch,
+                value=None if value is None else float(value),
+            )
+            # The budget is spent: stop at this epoch boundary, unless it was the last anyway.
+            last = trainer.max_epochs is not None and 0 < trainer.max_epochs <= epoch
+            stop = _Stop.budget is not None and not last
+        if trainer.strategy.broadcast(stop, src=0):  # every DDP rank stops after this epoch
+            self.budget_stop = f"{_Stop.budget}; stopped after epoch {epoch}"
+            trainer.should_stop = True
 
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         if trainer.is_global_zero and _Stop.reason is None and os.getppid() != self._launcher_pid:
             _Stop.reason = "the launcher process stopped"
         if _Stop.reason is not None:
             raise _Interrupted(_Stop.reason)
+        if _Stop.now and _Stop.budget is not None:
+            raise _BudgetStop(f"{_Stop.budget}; stopped during epoch {trainer.current_epoch + 1}")
 
 
 class _Interrupted(Exception):
-    """The trial was stopped from outside (signal, wall-clock budget, launcher gone)."""
+    """The trial was stopped from outside (signal, launcher gone): it ends FAIL."""
+
+
+class _BudgetStop(Exception):
+    """The study's budget stopped the trial: it ends PRUNED with what it reported."""
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, folder not writable); names the file."""
+
+
+class _CheckpointIO(TorchCheckpointIO):
+    """Lightning's checkpoint writer, with errors that name the checkpoint file and no
+    truncated file left where the write failed (trial folders are local)."""
+
+    def save_checkpoint(
+        self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
+    ) -> None:
+        try:
+            super().save_checkpoint(checkpoint, path, storage_options)
+        except OSError as error:  # e.g. "No space left on device: '/tmp/tmpab12' -> 'best.ckpt'"
+            with contextlib.suppress(OSError):
+                os.remove(path)
+            raise CheckpointWriteError(
+                f"cannot write checkpoint {path}: {error.strerror or error}"
+            ) from error
 
 
 def train(
@@ -105,6 +174,9 @@ def train(
 
     Raises:
         optuna.TrialPruned: the pruner stopped it.
+        _BudgetStop: the study's budget stopped it (``progress.checkpoint`` holds its best
+            checkpoint so far).
+        CheckpointWriteError: a checkpoint could not be written.
     """
     params = progress.params = suggest(trial, cfg.space)
     data_names = datamodule_hyperparameters(cfg.data)
@@ -128,6 +200,7 @@ def train(
         strategy="ddp" if per_trial > 1 else "auto",
         max_epochs=cfg.max_epochs,
         callbacks=[pruning, progress, checkpoint],
+        plugins=[_CheckpointIO()],
         logger=CSVLogger(save_dir=str(trial_dir), name="", version=""),
         enable_progress_bar=False,
         enable_model_summary=False,
@@ -138,8 +211,13 @@ def train(
     if trainer.is_global_zero:
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
-    trainer.fit(model, datamodule=data)
+    try:
+        trainer.fit(model, datamodule=data)
+    finally:
+        progress.checkpoint = checkpoint.best_model_path or None
     pruning.raise_if_pruned()
+    if progress.budget_stop is not None:
+        raise _BudgetStop(progress.budget_stop)
     value = trainer.callback_metrics.get(cfg.metric)
     if value is None:
         raise RuntimeError(f"metric '{cfg.metric}' was never logged")
@@ -181,8 +259,11 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
         while True:
             if spec.max_trials is not None and trials_run >= spec.max_trials:
                 return TRIAL_LIMIT
+            _Stop.read_orders()
             if _Stop.reason is not None:
                 return _Stop.reason
+            if _Stop.budget is not None:
+                return _Stop.budget
             if os.getppid() != spec.launcher_pid:
                 return "the launcher process stopped"
             if spec.deadline is not None and time.time() >= spec.deadline:
@@ -191,13 +272,15 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
             if trial is None:
                 return "no trials left"
             started = time.time()
+            # The supervisor learns of the trial first, and the launcher's pid is the first
+            # attribute: whenever this process dies from here on, the trial is ended for it.
+            events.emit("start", trial=trial.number, slot=spec.slot)
             for key, value in {
-                ATTR.SLOT: spec.slot, ATTR.DEVICE: spec.device_label,
-                ATTR.HOST: socket.gethostname(), ATTR.PID: os.getpid(),
-                ATTR.LAUNCHER_PID: spec.launcher_pid, ATTR.START: started,
+                ATTR.LAUNCHER_PID: spec.launcher_pid, ATTR.HOST: socket.gethostname(),
+                ATTR.SLOT: spec.slot, ATTR.DEVICE: spec.device_label, ATTR.PID: os.getpid(),
+                ATTR.START: started,
             }.items():
                 trial.set_user_attr(key, value)
-            events.emit("start", trial=trial.number, slot=spec.slot)
             if channel is not None:
                 channel.begin_trial(trial.number)
             shared = _LeaderTrial(trial, channel) if channel is not None else trial
@@ -212,6 +295,9 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
             except optuna.TrialPruned:
                 state = TrialState.PRUNED
+            except _BudgetStop as stop:  # the study's budget, not the trial: keep its curve
+                state, reason = TrialState.PRUNED, str(stop)
+                trial.set_user_attr(ATTR.CHECKPOINT, progress.checkpoint)
             except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
                 reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
                 _Stop.reason = _Stop.reason or reason
@@ -246,6 +332,10 @@ def _on_signal(signum: int, frame: Any) -> None:
     _Stop.reason = f"signal {signal.Signals(signum).name}"
 
 
+def _on_stop_order(signum: int, frame: Any) -> None:
+    _Stop.read_orders()
+
+
 def main() -> int:
     """Entry point of ``python -m lightning_hpo.launch.worker`` (started by the supervisor)."""
     cfg = parse_config(json.loads(os.environ[CONFIG_ENV]))
@@ -257,6 +347,10 @@ def main() -> int:
         return 0
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
+    if spec.control_fd >= 0:
+        os.set_blocking(spec.control_fd, False)
+        _Stop.control_fd = spec.control_fd
+    signal.signal(STOP_SIGNAL, _on_stop_order)  # before "ready": the supervisor waits for it
     events = EventWriter(spec.events_fd)
     try:
         why = _run_leader(cfg, spec, events)
