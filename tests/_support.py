@@ -81,6 +81,27 @@ def finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
     return out
 
 
+def run_job(
+    cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` in its own session until it and every process it started are done.
+
+    Processes it started (DDP ranks) share its output pipes, so this returns only when they are
+    gone too. On ``timeout`` the whole session is killed and the test fails with stderr's tail.
+    """
+    import pytest
+
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"{Path(cmd[1]).name} did not finish within {timeout} s:\n{stderr[-4000:]}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
 def study_of(storage: str, name: str = "t") -> optuna.Study:
     """Load a study the launcher wrote."""
     return optuna.load_study(study_name=name, storage=open_storage(storage, create=False))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _support import run_job
 
 _SCRIPT = Path(__file__).with_name("_ddp_train_script.py")
 _REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -43,23 +42,9 @@ def _ddp_env() -> dict[str, str]:
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict]:
     """Run the DDP script once for this module; return each rank's record by global rank."""
     out_dir = tmp_path_factory.mktemp("ddp")
-    # Own session: on timeout, kill rank 0 *and* the rank-1 process Lightning started from it.
-    proc = subprocess.Popen(
-        [sys.executable, str(_SCRIPT), str(out_dir), str(_EPOCHS)],
-        cwd=_REPO_ROOT,
-        env=_ddp_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        _, stderr = proc.communicate(timeout=_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-        pytest.fail(f"DDP run did not finish within {_TIMEOUT_S} s:\n{stderr[-4000:]}")
-    assert proc.returncode == 0, f"DDP run failed ({proc.returncode}):\n{stderr[-4000:]}"
+    proc = run_job([sys.executable, str(_SCRIPT), str(out_dir), str(_EPOCHS)],
+                   cwd=_REPO_ROOT, env=_ddp_env(), timeout=_TIMEOUT_S)
+    assert proc.returncode == 0, f"DDP run failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     records = [json.loads(path.read_text()) for path in sorted(out_dir.glob("rank*.json"))]
     return {record["global_rank"]: record for record in records}
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import optuna
 import pytest
+from _support import run_job
 
 from lightning_hpo._ddp_channel import LeaderError, decode_error, encode_error
 
@@ -34,16 +34,8 @@ def _run_job(kind: str, out_dir: Path, *extra: str) -> subprocess.CompletedProce
            if k not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "MASTER_PORT"}}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
-    proc = subprocess.Popen([sys.executable, str(_SCRIPT), kind, str(out_dir), *extra],
-                            cwd=out_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"the DDP job hung for {_TIMEOUT_S} s:\n{stderr[-4000:]}")
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    return run_job([sys.executable, str(_SCRIPT), kind, str(out_dir), *extra],
+                   cwd=out_dir, env=env, timeout=_TIMEOUT_S)
 
 
 def _rows(out_dir: Path, rank: int) -> list[dict]:
