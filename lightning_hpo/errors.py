@@ -11,7 +11,10 @@ CLI can print it as one line and exit with code 2. Example::
 
 from __future__ import annotations
 
-__all__ = ["ConfigError"]
+__all__ = ["EXIT_BAD_INPUT", "ConfigError"]
+
+#: The exit code of every command-line tool of ours for bad input (as argparse uses).
+EXIT_BAD_INPUT = 2
 
 
 class ConfigError(ValueError):

@@ -4,15 +4,17 @@ A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:/
 ``postgresql://user:secret@host/db``); any other string is the path of a journal file, Optuna's
 fastest storage for one machine (``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
 
-:func:`check_storage` looks at a spec without writing anything (the launcher's ``--check`` and its
-checks before a study is created); :func:`open_storage` opens it for use.
+:class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
+lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
+launcher's ``--check`` and its checks before a study is created) and :meth:`StorageSpec.open`
+opens it for use (:func:`check_storage` and :func:`open_storage` are the same for a string).
 
 Example::
 
     >>> mask("postgresql://hpo:secret@db.example.com:5432/studies")
     'postgresql://hpo:***@db.example.com:5432/studies'
-    >>> is_rdb("runs/quickstart.journal")
-    False
+    >>> StorageSpec("runs/quickstart.journal").kind
+    'journal'
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import os
 import re
 import sqlite3
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage
@@ -30,14 +34,9 @@ from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
 
-__all__ = ["check_storage", "is_rdb", "local_file", "mask", "mask_text", "open_storage"]
+__all__ = ["StorageSpec", "check_storage", "mask", "mask_text", "open_storage"]
 
 _PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)")
-
-
-def is_rdb(spec: str) -> bool:
-    """True for an SQLAlchemy URL (Optuna ``RDBStorage``), False for a journal file path."""
-    return "://" in spec
 
 
 def mask(spec: str) -> str:
@@ -54,103 +53,172 @@ def mask_text(text: str, spec: str) -> str:
     return text
 
 
-def local_file(spec: str) -> Path | None:
-    """The file on this machine that holds the storage: a journal file or an SQLite database.
+Kind = Literal["journal", "sqlite", "sqlite-memory", "server"]
 
-    None for a database server (PostgreSQL, MySQL) and for in-memory SQLite.
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """One storage spec, parsed once: what it is, where it lives, how to print and open it.
+
+    Attributes:
+        text: the spec as given (may hold a password: print :attr:`masked` instead).
 
     Example::
 
-        >>> local_file("sqlite:///runs/a.db"), local_file("postgresql://u:p@host/db")
-        (PosixPath('runs/a.db'), None)
+        >>> spec = StorageSpec("sqlite:///runs/a.db")
+        >>> spec.kind, spec.path, spec.lock_path("claim")
+        ('sqlite', PosixPath('runs/a.db'), PosixPath('runs/a.db.claim-lock'))
+        >>> StorageSpec("postgresql://hpo:secret@db/studies").masked
+        'postgresql://hpo:***@db/studies'
+        >>> StorageSpec("runs/quickstart.journal").is_rdb
+        False
     """
-    if not is_rdb(spec):
-        return Path(spec)
-    if not spec.startswith("sqlite:"):
-        return None
-    import sqlalchemy as sa
 
-    try:
-        database = sa.engine.make_url(spec).database
-    except sa.exc.ArgumentError:
-        return None  # not a URL: opening it reports why
-    return Path(database) if database and database != ":memory:" else None
+    text: str
+
+    @property
+    def is_rdb(self) -> bool:
+        """True for an SQLAlchemy URL (Optuna ``RDBStorage``), False for a journal file path."""
+        return "://" in self.text
+
+    @property
+    def kind(self) -> Kind:
+        """``journal``, ``sqlite`` (a file), ``sqlite-memory`` or ``server`` (PostgreSQL, MySQL)."""
+        if not self.is_rdb:
+            return "journal"
+        if not self.text.startswith("sqlite:"):
+            return "server"
+        return "sqlite" if self.path is not None else "sqlite-memory"
+
+    @property
+    def path(self) -> Path | None:
+        """The file on this machine that holds the storage: a journal file or an SQLite database.
+
+        None for a database server (PostgreSQL, MySQL) and for in-memory SQLite.
+        """
+        if not self.is_rdb:
+            return Path(self.text)
+        if not self.text.startswith("sqlite:"):
+            return None
+        import sqlalchemy as sa
+
+        try:
+            database = sa.engine.make_url(self.text).database
+        except sa.exc.ArgumentError:
+            return None  # not a URL: opening it reports why
+        return Path(database) if database and database != ":memory:" else None
+
+    @property
+    def masked(self) -> str:
+        """The spec with any password replaced by ``***``; safe to print or log."""
+        return mask(self.text)
+
+    def lock_path(self, purpose: str) -> Path | None:
+        """``<file>.<purpose>-lock`` beside a journal file or SQLite database; None elsewhere.
+
+        The launcher serialises study set-up (``setup``) and SQLite claims (``claim``) on one
+        machine with ``flock`` on these files.
+        """
+        path = self.path
+        return None if path is None else path.with_name(f"{path.name}.{purpose}-lock")
+
+    def check(self, *, replay: bool = True) -> str:
+        """Check that the storage can be opened, without writing anything.
+
+        A journal file or SQLite database that exists must be one: a journal's first record is
+        read (and with ``replay`` every record, Optuna's replay: about 0.3 s per 1,000 trials;
+        the launcher leaves that to :meth:`open`, which does it before writing), an SQLite
+        file is opened read-only and its table list read. One that does not exist yet must be
+        creatable: its nearest existing folder is a folder this process may write in. A database
+        server is connected to and asked ``SELECT 1``. Nothing is created: not the file, not
+        its folder, not Optuna's tables, not the study.
+
+        Returns:
+            What is there, for the launcher's plan: ``"new journal file"``, ``"journal file, 1
+            study"``, ``"new SQLite database"``, ``"SQLite database"``, ``"in-memory SQLite"``,
+            ``"server reachable"``.
+
+        Raises:
+            ConfigError: ``storage: ...`` naming the masked spec and what is wrong.
+
+        Example::
+
+            >>> StorageSpec("runs/never-made.journal").check()
+            'new journal file'
+        """
+        spec = self.text
+        try:
+            path, kind = self.path, self.kind
+            if kind == "sqlite-memory":
+                return "in-memory SQLite"
+            if path is None:
+                _ping(spec)
+                return "server reachable"
+            what = "SQLite database" if kind == "sqlite" else "journal file"
+            if not _check_local(path, spec):
+                return f"new {what}"
+            if kind == "sqlite":
+                return what
+            if not replay:
+                _check_first_record(path, spec)
+                return what
+            studies = len(_open_journal(path, spec).get_all_studies())
+            return f"{what}, {studies} stud{'y' if studies == 1 else 'ies'}"
+        except ConfigError:
+            raise
+        except Exception as error:  # driver errors vary: report them in one masked line
+            raise _cannot_open(spec, error) from None
+
+    def open(self, *, create: bool = True) -> BaseStorage:
+        """Open the storage; with ``create``, make a missing journal file or SQLite database.
+
+        RDB URLs open with a 60 s SQLite lock wait (several processes write at once), a
+        PostgreSQL connect timeout, and a retry when two processes race to create Optuna's
+        tables in a new database.
+
+        Args:
+            create: make a missing journal file or SQLite database (and its parent folder).
+                Without it a missing file is an error: a reader never leaves an empty file at a
+                mistyped path.
+
+        Raises:
+            ConfigError: ``storage: cannot open <masked spec>: <reason>`` when it cannot be
+                reached or (without ``create``) its file does not exist, or ``storage: <path>
+                is not an Optuna journal file`` (or an SQLite database) for a file of something
+                else, before anything is written to it.
+        """
+        spec = self.text
+        try:
+            path = self.path
+            if path is not None:
+                if not create and not path.exists():
+                    what = "SQLite database" if self.is_rdb else "journal file"
+                    raise FileNotFoundError(f"no {what} at {path}")
+                _check_local(path, spec)
+                if create:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+            if self.is_rdb:
+                return _open_rdb(spec)
+            return _open_journal(Path(spec), spec)
+        except ConfigError:
+            raise
+        except Exception as error:  # driver errors vary: report them in one masked line
+            raise _cannot_open(spec, error) from None
 
 
 def check_storage(spec: str, *, replay: bool = True) -> str:
-    """Check that the storage a spec names can be opened, without writing anything.
-
-    A journal file or SQLite database that exists must be one: a journal's first record is
-    read (and with ``replay`` every record, Optuna's replay: about 0.3 s per 1,000 trials; the
-    launcher leaves that to its :func:`open_storage`, which does it before writing), an SQLite
-    file is opened read-only and its table list read. One that does not exist yet must be
-    creatable: its nearest existing folder is a folder this process may write in. A database
-    server is connected to and asked ``SELECT 1``. Nothing is created: not the file, not its
-    folder, not Optuna's tables, not the study.
-
-    Returns:
-        What is there, for the launcher's plan: ``"new journal file"``, ``"journal file, 1
-        study"``, ``"new SQLite database"``, ``"SQLite database"``, ``"server reachable"``.
-
-    Raises:
-        ConfigError: ``storage: ...`` naming the masked spec and what is wrong.
-
-    Example::
-
-        >>> check_storage("runs/never-made.journal")
-        'new journal file'
-    """
-    try:
-        path = local_file(spec)
-        if path is None:
-            if spec.startswith("sqlite:"):
-                return "in-memory SQLite"
-            _ping(spec)
-            return "server reachable"
-        kind = "SQLite database" if is_rdb(spec) else "journal file"
-        if not _check_local(path, spec):
-            return f"new {kind}"
-        if is_rdb(spec):
-            return kind
-        if not replay:
-            _check_first_record(path, spec)
-            return kind
-        studies = len(_open_journal(path, spec).get_all_studies())
-        return f"{kind}, {studies} stud{'y' if studies == 1 else 'ies'}"
-    except ConfigError:
-        raise
-    except Exception as error:  # driver errors vary: report them in one masked line
-        raise _cannot_open(spec, error) from None
+    """``StorageSpec(spec).check(replay=replay)``: see :meth:`StorageSpec.check`."""
+    return StorageSpec(spec).check(replay=replay)
 
 
 def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
-    """Open (and for a new SQLite or journal file, create) the storage a spec names.
+    """``StorageSpec(spec).open(create=create)``: see :meth:`StorageSpec.open`.
 
-    Args:
-        spec: an SQLAlchemy URL or a journal file path (see the module docstring).
-        create: make a missing journal file's or SQLite database's parent folder.
+    Example::
 
-    Raises:
-        ConfigError: ``storage: cannot open <masked spec>: <reason>`` when it cannot be reached,
-            or ``storage: <path> is not an Optuna journal file`` (or an SQLite database) for a
-            file of something else, before anything is written to it.
+        >>> storage = open_storage("sqlite:///:memory:")
     """
-    try:
-        path = local_file(spec)
-        if path is not None and (create or path.exists()):
-            _check_local(path, spec)
-            if create:
-                path.parent.mkdir(parents=True, exist_ok=True)
-        if is_rdb(spec):
-            return _open_rdb(spec)
-        path = Path(spec)
-        if not path.exists() and not create:
-            raise FileNotFoundError(f"no journal file at {spec}")
-        return _open_journal(path, spec)
-    except ConfigError:
-        raise
-    except Exception as error:  # driver errors vary: report them in one masked line
-        raise _cannot_open(spec, error) from None
+    return StorageSpec(spec).open(create=create)
 
 
 def _check_local(path: Path, spec: str) -> bool:
@@ -162,9 +230,9 @@ def _check_local(path: Path, spec: str) -> bool:
         _check_creatable(path, spec)
         return False
     if path.is_dir():
-        what = "an SQLite database" if is_rdb(spec) else "a journal file"
+        what = "an SQLite database" if StorageSpec(spec).is_rdb else "a journal file"
         raise ConfigError("storage", f"{mask(spec)} is a folder, not {what}")
-    if is_rdb(spec):
+    if StorageSpec(spec).is_rdb:
         _check_sqlite(path, spec)
     return True
 

@@ -8,7 +8,7 @@ Examples::
 
 Running the same command again resumes the study. Bad input prints one line naming the field
 and exits with code 2, before anything is written to the storage: the config, the devices, the
-storage (:func:`~lightning_hpo.storage.check_storage`) and the folders (:func:`prepare_folders`)
+storage (:meth:`~lightning_hpo.storage.StorageSpec.check`) and the folders (:func:`prepare_folders`)
 are all checked before the study is created or changed.
 """
 
@@ -26,10 +26,9 @@ from typing import Literal
 from rich.console import Console
 
 from lightning_hpo.config import Config, check_against_registry, load_config
-from lightning_hpo.errors import ConfigError
-from lightning_hpo.storage import check_storage, local_file, mask, mask_text
+from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
+from lightning_hpo.storage import StorageSpec, mask, mask_text
 
-EXIT_BAD_INPUT = 2
 #: Bytes of the test file written in each folder before a run: a full disk fails here, not
 #: mid-run. Small, so a tight file-size limit (``ulimit -f 128``) is left to the trials to meet.
 PROBE_BYTES = 64 << 10
@@ -58,7 +57,7 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         >>> [str(p) for p in made]       # doctest: +SKIP
         ['runs/quickstart', 'runs']
     """
-    storage_file = local_file(cfg.storage)
+    storage_file = StorageSpec(cfg.storage).path
     folders = [(cfg.study_dir, "run_dir")]
     if storage_file is not None:
         folders.append((storage_file.parent, "storage"))
@@ -178,21 +177,21 @@ def main(argv: list[str] | None = None) -> int:
         slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device)
         plan = (f"{len(slots)} slot(s) on {n_devices} {kind} device(s), "
                 f"{cfg.devices.per_trial} device(s) per trial")
-        if cfg.storage.startswith("sqlite:") and local_file(cfg.storage) is None:
+        spec = StorageSpec(cfg.storage)
+        if spec.kind == "sqlite-memory":
             raise ConfigError("storage", "in-memory SQLite is not shared with the worker "
                               "processes; use a journal file path or sqlite:///FILE.db")
         # Reads only, never creates the file or the study; a run replays a journal once, later.
-        found = check_storage(cfg.storage, replay=args.check)
+        found = spec.check(replay=args.check)
         made = prepare_folders(cfg, write=not args.check)
         if args.check:
             console.print(f"config OK: study '{cfg.study}' on {mask(cfg.storage)} ({found}); "
                           f"run folder {cfg.study_dir}; {plan}")
             return 0
         from lightning_hpo.launch.study import fail_stale_trials, open_study
-        from lightning_hpo.storage import open_storage
 
         try:
-            storage = open_storage(cfg.storage)
+            storage = spec.open()
             study, created = open_study(cfg, storage)
         except ConfigError:
             remove_folders(made)

@@ -25,10 +25,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.storage import mask, mask_text
 
-EXIT_BAD_INPUT = 2
 _STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cyan"}
 
 

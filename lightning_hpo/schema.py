@@ -1,0 +1,105 @@
+"""Every name lightning_hpo writes into an Optuna study, and the one format it writes in a value.
+
+The pruners, the launcher and the callback write these; the report and the live view read them.
+Nothing here imports Optuna or torch: it is the contract between writers and readers, so a
+reader needs no writer's module to understand a study.
+
+What a study may hold:
+
+* per trial, **user attributes** (:class:`ATTR`): where and when the launcher ran it, its
+  epochs, checkpoint, seed, and why it stopped; visible in ``optuna-dashboard`` and
+  ``study.trials_dataframe()``;
+* per trial, a **system attribute** :data:`BRACKET_ATTR`: the Hyperband bracket of a trial that
+  reached its first rung;
+* per study, a **user attribute** :data:`CONFIG_ATTR` (the launcher's config, storage masked)
+  and a **system attribute** :data:`PRUNER_ATTR` (the pruner's rung ladders, written by the
+  pruner itself, so studies driven by the callback alone carry it too);
+* rung records: the table :data:`RUNG_RECORD_TABLE` in an RDB storage's own database, or study
+  system attributes named ``{RUNG_ATTR_PREFIX}{bracket}:{rung}:{trial_number}`` elsewhere.
+
+Example::
+
+    >>> device_label("gpu", (0, 1)), devices_in_label("cuda:0,1")
+    ('cuda:0,1', 2)
+    >>> ATTR.STOP_REASON
+    'stop_reason'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ATTR",
+    "BRACKET_ATTR",
+    "CONFIG_ATTR",
+    "PRUNER_ATTR",
+    "RUNG_ATTR_PREFIX",
+    "RUNG_RECORD_TABLE",
+    "device_label",
+    "devices_in_label",
+]
+
+
+class ATTR:
+    """Per-trial user attribute keys (times are unix seconds)."""
+
+    SLOT = "slot"  # the launcher's worker slot (int)
+    DEVICE = "device"  # the devices it trained on, as :func:`device_label` writes them
+    HOST = "host"
+    PID = "pid"  # the worker process
+    LAUNCHER_PID = "launcher_pid"  # the supervisor process (stale-trial detection)
+    START = "start_time"
+    END = "end_time"
+    EPOCHS = "epochs"  # epochs completed
+    EPOCH_END_TIMES = "epoch_end_times"  # one per completed epoch
+    LOG_DIR = "log_dir"
+    CHECKPOINT = "checkpoint"  # the trial's best checkpoint file
+    SEED = "seed"
+    FAIL_REASON = "fail_reason"  # why a FAIL trial failed
+    STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
+    PRUNED_AT_EPOCH = "pruned_at_epoch"  # the epoch at which the pruner stopped it
+
+
+#: Study user attribute: the launcher config the study was created with (JSON, storage masked).
+CONFIG_ATTR = "lightning_hpo:config"
+
+#: Study system attribute: the pruner's settings and rung ladders (JSON), see the pruners.
+PRUNER_ATTR = "lightning_hpo:pruner"
+
+#: Trial system attribute: the Hyperband bracket a trial was assigned to (int).
+BRACKET_ATTR = "lightning_hpo:bracket"
+
+#: The rung records' table in an RDB storage's database.
+RUNG_RECORD_TABLE = "lightning_hpo_rung_records"
+
+#: Prefix of the rung records' study system attributes in other storages.
+RUNG_ATTR_PREFIX = "lightning_hpo:rung:"
+
+
+def device_label(kind: str, devices: Sequence[int]) -> str:
+    """What :data:`ATTR.DEVICE <ATTR>` holds: ``cuda:0,1`` for GPUs 0 and 1, ``cpu:0`` for a core.
+
+    Example::
+
+        >>> device_label("cpu", [3])
+        'cpu:3'
+    """
+    return f"{'cuda' if kind == 'gpu' else 'cpu'}:{','.join(map(str, devices))}"
+
+
+def devices_in_label(label: object) -> int | None:
+    """How many devices a :func:`device_label` names; ``None`` for anything else.
+
+    Example::
+
+        >>> devices_in_label("cuda:0,1,2"), devices_in_label("cpu:0"), devices_in_label(None)
+        (3, 1, None)
+    """
+    if not isinstance(label, str):
+        return None
+    kind, colon, ids = label.partition(":")
+    parts = ids.split(",")
+    if kind not in ("cpu", "cuda") or not colon or not all(part.isdigit() for part in parts):
+        return None
+    return len(parts)
