@@ -49,16 +49,13 @@ import sqlalchemy as sa
 from optuna.storages import BaseStorage, RDBStorage
 
 from lightning_hpo._optuna import backend_of, study_id_of
+from lightning_hpo.schema import RUNG_ATTR_PREFIX as _ATTR_PREFIX
+from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
-__all__ = ["RECORD_TABLE", "RungRecord", "open_rung_store", "rung_records"]
+__all__ = ["RungRecord", "open_rung_store", "rung_records"]
 
 _logger = logging.getLogger(__name__)
 
-#: Name of the records table in RDB storages.
-RECORD_TABLE = "lightning_hpo_rung_records"
-
-#: Prefix of the study system attribute keys in non-RDB storages.
-_ATTR_PREFIX = "lightning_hpo:rung:"
 
 _CREATE_ATTEMPTS = 5
 _SCAN_ATTEMPTS = 5

@@ -33,9 +33,9 @@ from optuna.study import StudyDirection
 from lightning_hpo import rungs
 from lightning_hpo._optuna import storage_of, trial_id_of
 from lightning_hpo._rung_store import RungRecord, open_rung_store, rung_records
+from lightning_hpo.schema import BRACKET_ATTR
 
 __all__ = [
-    "BRACKET_ATTR",
     "ASHAPruner",
     "HyperbandPruner",
     "RungRecord",
@@ -46,7 +46,6 @@ _logger = logging.getLogger(__name__)
 
 #: Trial system attribute: the trial's Hyperband bracket (int), written at its first rung.
 #: (ASHA writes no trial attribute: a decision's only write is its rung record.)
-BRACKET_ATTR = "lightning_hpo:bracket"
 
 
 @dataclass(frozen=True)

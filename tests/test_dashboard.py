@@ -24,7 +24,7 @@ import pytest
 from optuna.trial import TrialState
 from test_report import SCENARIO, make_launcher_study
 
-from lightning_hpo.launch.study import ATTR
+from lightning_hpo.schema import ATTR
 
 pytestmark = pytest.mark.slow  # starts real processes (a server, CLI interpreters)
 BIN = Path(sys.executable).parent

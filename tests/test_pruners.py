@@ -26,7 +26,6 @@ from optuna.trial import TrialState
 
 from lightning_hpo import rungs
 from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
-from lightning_hpo._rung_store import RECORD_TABLE
 from lightning_hpo.pruners import (
     BRACKET_ATTR,
     ASHAPruner,
@@ -34,6 +33,7 @@ from lightning_hpo.pruners import (
     RungRecord,
     rung_records,
 )
+from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 

@@ -23,9 +23,9 @@ import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.trial import TrialState
 
+from lightning_hpo._rung_store import rung_records
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.study import ATTR, CONFIG_ATTR
-from lightning_hpo.pruners import BRACKET_ATTR, ASHAPruner, HyperbandPruner, rung_records
+from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 from lightning_hpo.report import (
     compare,
     curves_frame,
@@ -48,6 +48,7 @@ from lightning_hpo.report import (
 from lightning_hpo.report.__main__ import main
 from lightning_hpo.report.tables import RANK_ORDER
 from lightning_hpo.rungs import rung_levels
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
 T0 = 1_700_000_000.0  # unix seconds: when the first simulated trial starts

@@ -36,10 +36,10 @@ from optuna.trial import TrialState
 from lightning_hpo._optuna import storage_of, trial_id_of
 from lightning_hpo.config import Config
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.schema import ATTR, CONFIG_ATTR
 from lightning_hpo.storage import mask
 
 __all__ = [
-    "ATTR",
     "build_pruner",
     "build_sampler",
     "claim_trial",
@@ -49,29 +49,6 @@ __all__ = [
 ]
 
 _logger = logging.getLogger(__name__)
-
-
-class ATTR:
-    """Names of the per-trial user attributes the launcher writes (the report reads them)."""
-
-    SLOT = "slot"
-    DEVICE = "device"
-    HOST = "host"
-    PID = "pid"
-    LAUNCHER_PID = "launcher_pid"
-    START = "start_time"  # unix seconds
-    END = "end_time"  # unix seconds
-    EPOCHS = "epochs"
-    EPOCH_END_TIMES = "epoch_end_times"  # unix seconds, one per completed epoch
-    LOG_DIR = "log_dir"
-    CHECKPOINT = "checkpoint"
-    SEED = "seed"
-    FAIL_REASON = "fail_reason"  # why a FAIL trial failed
-    STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
-
-
-#: Study user attribute holding the config the study was created with (storage masked).
-CONFIG_ATTR = "lightning_hpo:config"
 
 
 def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSampler:

@@ -49,7 +49,8 @@ from lightning_hpo.launch.protocol import (
     StopOrder,
     WorkerSpec,
 )
-from lightning_hpo.launch.study import ATTR, end_trial
+from lightning_hpo.launch.study import end_trial
+from lightning_hpo.schema import ATTR
 
 __all__ = ["Supervisor", "TrialRow"]
 

@@ -60,8 +60,9 @@ from lightning_hpo.launch.protocol import (
     WorkerSpec,
     read_stop_orders,
 )
-from lightning_hpo.launch.study import ATTR, claim_trial, end_trial, open_study
+from lightning_hpo.launch.study import claim_trial, end_trial, open_study
 from lightning_hpo.models import build_model
+from lightning_hpo.schema import ATTR
 from lightning_hpo.space import suggest
 from lightning_hpo.storage import open_storage
 

@@ -34,7 +34,6 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -43,10 +42,9 @@ import pandas as pd
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial, TrialState
 
+from lightning_hpo._rung_store import rung_records
 from lightning_hpo.config import parse_config
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.study import ATTR, CONFIG_ATTR
-from lightning_hpo.pruners import BRACKET_ATTR, rung_records
 from lightning_hpo.rungs import (
     bracket_min_resource,
     bracket_of,
@@ -54,7 +52,8 @@ from lightning_hpo.rungs import (
     rung_levels,
     trial_allocation_budgets,
 )
-from lightning_hpo.storage import is_rdb, mask, mask_text, open_storage
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR
+from lightning_hpo.storage import StorageSpec, mask, mask_text
 
 __all__ = [
     "RANK_ORDER",
@@ -104,12 +103,7 @@ COMPARE_COLUMNS = [
 def _open(storage: str | BaseStorage) -> BaseStorage:
     if not isinstance(storage, str):
         return storage
-    if is_rdb(storage) and storage.startswith("sqlite:///") and storage != "sqlite:///:memory:":
-        # RDBStorage would create an empty database at a mistyped path: refuse instead.
-        path = Path(storage.removeprefix("sqlite:///"))
-        if not path.is_file():
-            raise ConfigError("storage", f"cannot open {mask(storage)}: no SQLite file at {path}")
-    return open_storage(storage, create=False)
+    return StorageSpec(storage).open(create=False)  # never an empty file at a mistyped path
 
 
 def load(storage: str | BaseStorage, study_name: str | None = None) -> optuna.Study:
