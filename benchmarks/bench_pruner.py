@@ -67,7 +67,7 @@ def _curve(rng: random.Random) -> list[float]:
 
 def _history(n_trials: int, seed: int = 0) -> list[_Trial]:
     """An ASHA run (minimize, rungs 1, 3, 9, keep 1 in 3) over ``n_trials`` sequential trials."""
-    from lightning_hpo.rungs import is_promotable
+    from lightning_hpo.pruners import asha_continues
 
     rng = random.Random(seed)
     at_rung: dict[int, list[float]] = {level: [] for level in _LEVELS}
@@ -79,7 +79,7 @@ def _history(n_trials: int, seed: int = 0) -> list[_Trial]:
             rung_values[level] = value
             insort(at_rung[level], value)
             n_better = bisect_left(at_rung[level], value)
-            if not is_promotable(n_better, len(at_rung[level]), _ETA):
+            if not asha_continues(len(at_rung[level]), n_better, _ETA):
                 pruned_at = level
                 break
         trials.append(_Trial(curve, pruned_at, rung_values))
@@ -113,7 +113,7 @@ def _bulk_insert_sqlite(storage: Any, study: Any, history: list[_Trial]) -> None
     """Insert the trials with SQL in a few statements: Optuna's add_trials takes ~27 ms each."""
     import sqlalchemy as sa
 
-    from lightning_hpo import _rung_store
+    import lightning_hpo._rung_store as _rung_store
     from lightning_hpo._optuna import study_id_of
 
     engine, study_id = storage.engine, study_id_of(study)

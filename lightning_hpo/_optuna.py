@@ -1,36 +1,263 @@
-"""The one place lightning_hpo reaches for Optuna's private names, and why.
+"""The one place lightning_hpo relies on Optuna's private names and unwritten behaviour, and why.
 
 Optuna hands a pruner ``prune(study, trial)`` with a :class:`~optuna.Study` and a
 :class:`~optuna.trial.FrozenTrial`, but offers no public accessor for the study's storage or a
 frozen trial's storage id; every pruner in Optuna itself reads ``study._storage`` and
-``trial._trial_id``. Keeping those reads here means a change in Optuna breaks one small file.
+``trial._trial_id``. Each such reliance is one named function, class or constant here, whose
+docstring says what it assumes; ``tests/test_optuna_contract.py`` checks every assumption
+against the installed Optuna (``optuna>=4.0,<6`` is what it was written and tested for). When one
+no longer holds, the code here raises :class:`OptunaContractError` naming the Optuna version and
+what changed, instead of falling back to something that silently decides differently.
+
+What lightning_hpo assumes of Optuna:
+
+* :func:`storage_of`, :func:`study_id_of`, :func:`trial_id_of`: ``Study._storage``,
+  ``Study._study_id``, ``Trial._trial_id`` / ``FrozenTrial._trial_id``, also on the bracket
+  study Optuna builds for Hyperband.
+* :func:`backend_of`: for an RDB URL, ``optuna.storages._cached_storage._CachedStorage`` wraps
+  the :class:`~optuna.storages.RDBStorage` as ``_backend``.
+* :data:`STUDIES_TABLE`, :data:`STUDY_ID_COLUMN`, :func:`check_studies_table`: Optuna's RDB
+  schema keeps studies in a table ``studies`` keyed by ``study_id``, and deleting a study
+  deletes its row (our rung records hang off it).
+* :func:`appends_study_system_attrs`: ``InMemoryStorage`` and ``JournalStorage`` return a study's
+  system attributes in insertion order, new keys last.
+* :class:`HyperbandBase`: Optuna filters the study a sampler sees when ``study.pruner`` is an
+  ``optuna.pruners.HyperbandPruner``, through its ``_get_bracket_id(study, trial)``.
+* :func:`claim_waiting_trial`: ``set_trial_state_values(id, RUNNING)`` moves a WAITING trial to
+  RUNNING once (a second claim gets False or ``UpdateFinishedTrialError``), and
+  ``optuna.Trial(study, trial_id)`` is how ``Study.ask`` makes a live trial of it.
+
+Example::
+
+    >>> import optuna
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study()
+    >>> study.enqueue_trial({"x": 0.5})
+    >>> trial = claim_waiting_trial(study)
+    >>> trial.number, trial.suggest_float("x", 0.0, 1.0), claim_waiting_trial(study)
+    (0, 0.5, None)
+    >>> backend_of(study) is storage_of(study)   # no cache around an in-memory storage
+    True
 """
 
 from __future__ import annotations
 
-import optuna
-from optuna.storages import BaseStorage, RDBStorage
+from typing import Any
 
-__all__ = ["backend_of", "storage_of", "study_id_of", "trial_id_of"]
+import optuna
+import sqlalchemy as sa
+from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage, RDBStorage
+from optuna.trial import TrialState
+
+__all__ = [
+    "BRACKET_HOOK",
+    "STUDIES_TABLE",
+    "STUDY_ID_COLUMN",
+    "HyperbandBase",
+    "OptunaContractError",
+    "appends_study_system_attrs",
+    "backend_of",
+    "check_studies_table",
+    "claim_waiting_trial",
+    "storage_of",
+    "study_id_of",
+    "trial_id_of",
+]
+
+#: Optuna's RDB table of studies (``optuna.storages._rdb.models.StudyModel``).
+STUDIES_TABLE = "studies"
+#: Its primary key: the study id that :func:`study_id_of` returns.
+STUDY_ID_COLUMN = "study_id"
+#: The ``optuna.pruners.HyperbandPruner`` method Optuna calls to put a trial in a bracket.
+BRACKET_HOOK = "_get_bracket_id"
+
+_SUPPORTED = "optuna>=4.0,<6"
+
+
+class OptunaContractError(RuntimeError):
+    """An assumption lightning_hpo makes about Optuna's internals no longer holds.
+
+    The message names the installed Optuna version and what changed. It means this version of
+    lightning_hpo does not support the installed Optuna: install one it supports
+    (``optuna>=4.0,<6``), or a newer lightning_hpo.
+
+    Example::
+
+        >>> str(OptunaContractError("`Study._storage` is gone"))  # doctest: +ELLIPSIS
+        'lightning_hpo does not support optuna ...: `Study._storage` is gone (supported: ...)'
+    """
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"lightning_hpo does not support optuna {optuna.__version__}: {what} "
+            f"(supported: {_SUPPORTED}; tests/test_optuna_contract.py checks each assumption)"
+        )
+
+
+def _private(obj: object, name: str, owner: str) -> Any:
+    """``obj.<name>``, an Optuna private attribute; OptunaContractError when it is gone."""
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        raise OptunaContractError(
+            f"`{owner}.{name}` is gone ({type(obj).__name__} has no attribute {name!r})"
+        ) from None
 
 
 def storage_of(study: optuna.Study) -> BaseStorage:
-    """The storage a study reads and writes (for RDB URLs, Optuna's caching wrapper)."""
-    return study._storage
+    """The storage a study reads and writes (for RDB URLs, Optuna's caching wrapper).
 
+    Assumes ``Study._storage``, also on the bracket study Optuna hands a Hyperband pruner.
 
-def backend_of(study: optuna.Study) -> BaseStorage:
-    """The storage under Optuna's cache: an :class:`RDBStorage` for RDB URLs, else as is."""
-    storage = storage_of(study)
-    backend = getattr(storage, "_backend", None)  # optuna.storages._CachedStorage
-    return backend if isinstance(backend, RDBStorage) else storage
+    Raises:
+        OptunaContractError: the attribute is gone.
+    """
+    storage: BaseStorage = _private(study, "_storage", "Study")
+    return storage
 
 
 def study_id_of(study: optuna.Study) -> int:
-    """The storage's id of a study."""
-    return study._study_id
+    """The storage's id of a study. Assumes ``Study._study_id`` (bracket studies too).
+
+    Raises:
+        OptunaContractError: the attribute is gone.
+    """
+    study_id: int = _private(study, "_study_id", "Study")
+    return study_id
 
 
 def trial_id_of(trial: optuna.trial.FrozenTrial | optuna.trial.Trial) -> int:
-    """The storage's id of a trial (frozen or live)."""
-    return trial._trial_id
+    """The storage's id of a trial, frozen or live. Assumes ``_trial_id`` on both.
+
+    Raises:
+        OptunaContractError: the attribute is gone.
+    """
+    trial_id: int = _private(trial, "_trial_id", type(trial).__name__)
+    return trial_id
+
+
+def backend_of(study: optuna.Study) -> BaseStorage:
+    """The storage under Optuna's cache: an :class:`RDBStorage` for RDB URLs, else as is.
+
+    Assumes that Optuna wraps an ``RDBStorage`` in
+    ``optuna.storages._cached_storage._CachedStorage``, which holds it as ``_backend``.
+
+    Raises:
+        OptunaContractError: the study's storage is that wrapper but holds no ``RDBStorage``
+            as ``_backend``, or the wrapper class is gone.
+    """
+    storage = storage_of(study)
+    if isinstance(storage, RDBStorage):
+        return storage
+    try:
+        from optuna.storages._cached_storage import _CachedStorage
+    except ImportError:
+        raise OptunaContractError(
+            "`optuna.storages._cached_storage._CachedStorage`, the cache around RDBStorage, "
+            "is gone"
+        ) from None
+    if not isinstance(storage, _CachedStorage):
+        return storage
+    backend = getattr(storage, "_backend", None)
+    if not isinstance(backend, RDBStorage):
+        raise OptunaContractError(
+            f"`_CachedStorage._backend` is {type(backend).__name__}, not the RDBStorage it wraps"
+        )
+    return backend
+
+
+def check_studies_table(engine: sa.Engine) -> None:
+    """Check that Optuna's RDB schema has :data:`STUDIES_TABLE` keyed by :data:`STUDY_ID_COLUMN`.
+
+    The rung records' table names it in a foreign key (``ON DELETE CASCADE``) and, on SQLite, in
+    a delete trigger, so that deleting a study deletes its records. Assumes Optuna's table
+    ``studies`` with primary key ``study_id``, the id :func:`study_id_of` returns, and that
+    ``optuna.delete_study`` deletes the study's row.
+
+    Raises:
+        OptunaContractError: the table or its key column is not there (a database that Optuna
+            has set up, that is: call this after opening the storage).
+    """
+    inspector = sa.inspect(engine)
+    if not inspector.has_table(STUDIES_TABLE):
+        raise OptunaContractError(f"Optuna's RDB schema has no table {STUDIES_TABLE!r}")
+    key = inspector.get_pk_constraint(STUDIES_TABLE).get("constrained_columns") or []
+    if key != [STUDY_ID_COLUMN]:
+        raise OptunaContractError(
+            f"Optuna's table {STUDIES_TABLE!r} is keyed by {key}, not [{STUDY_ID_COLUMN!r}]"
+        )
+
+
+def appends_study_system_attrs(storage: BaseStorage) -> bool:
+    """Whether ``get_study_system_attrs`` lists keys in insertion order, new keys last.
+
+    True for Optuna's ``InMemoryStorage`` and ``JournalStorage`` (and their subclasses): each
+    write replaces the study's dict with an updated copy (a key keeps its place, a new key goes
+    last) and a read returns that dict. The rung store then reads only the items added since it
+    last looked. False for any other storage, whose order is unknown: read it all each time.
+
+    Example::
+
+        >>> appends_study_system_attrs(optuna.storages.InMemoryStorage())
+        True
+    """
+    return isinstance(storage, (InMemoryStorage, JournalStorage))
+
+
+def claim_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
+    """Claim the study's oldest WAITING trial for this process and return it live; else None.
+
+    What ``Study.ask`` does for an enqueued trial, without making a new trial when none waits
+    (``ask`` would). A claim moves the trial from WAITING to RUNNING, which the storage allows
+    once: assumes ``set_trial_state_values(trial_id, RUNNING)`` returns False for a trial
+    already RUNNING and raises ``UpdateFinishedTrialError`` for a finished one (Optuna's own
+    ``Study._pop_waiting_trial_id`` relies on the same), and that ``optuna.Trial(study,
+    trial_id)`` is the live trial ``ask`` returns (its enqueued parameters are suggested as
+    fixed values). On SQLite, whose reads take no lock, serialise calls across processes.
+
+    Raises:
+        OptunaContractError: a private attribute it reads is gone.
+    """
+    storage, study_id = storage_of(study), study_id_of(study)
+    for ticket in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.WAITING,)):
+        try:
+            claimed = storage.set_trial_state_values(trial_id_of(ticket), state=TrialState.RUNNING)
+        except optuna.exceptions.UpdateFinishedTrialError:  # finished by another process
+            continue
+        if claimed:
+            return optuna.Trial(study, trial_id_of(ticket))
+    return None
+
+
+class HyperbandBase(optuna.pruners.HyperbandPruner):
+    """Optuna's ``HyperbandPruner`` as a base class, for the one thing Optuna gives it alone.
+
+    Optuna shows a sampler only the trials of the current trial's bracket when ``study.pruner``
+    is an ``optuna.pruners.HyperbandPruner`` (``optuna.pruners._filter_study``), and asks the
+    pruner for each trial's bracket through :data:`BRACKET_HOOK`, ``_get_bracket_id(study,
+    trial)``, where ``study`` may be Optuna's bracket study (which has ``study_name``). This
+    class answers that hook with :meth:`bracket_of`, which a subclass defines, and overrides
+    ``prune`` in the subclass: nothing of the parent's own algorithm or bookkeeping runs.
+
+    Raises:
+        OptunaContractError: at construction, when ``optuna.pruners.HyperbandPruner`` has no
+            :data:`BRACKET_HOOK` any more (the filter would then ignore :meth:`bracket_of`).
+    """
+
+    def __init__(self, min_resource: int, max_resource: int, reduction_factor: int) -> None:
+        hook = getattr(optuna.pruners.HyperbandPruner, BRACKET_HOOK, None)
+        if not callable(hook):
+            raise OptunaContractError(
+                f"`optuna.pruners.HyperbandPruner.{BRACKET_HOOK}`, through which samplers are "
+                "shown the trials of one bracket, is gone"
+            )
+        super().__init__(
+            min_resource=min_resource, max_resource=max_resource, reduction_factor=reduction_factor
+        )
+
+    def bracket_of(self, study_name: str, trial_number: int) -> int:
+        """The bracket of trial ``trial_number`` of study ``study_name``: defined by subclasses."""
+        raise NotImplementedError
+
+    def _get_bracket_id(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> int:
+        return self.bracket_of(study.study_name, trial.number)

@@ -15,7 +15,11 @@ Two implementations behind :class:`_RungStore`, chosen from the study's storage:
   over the rung's slice of an index.
 * :class:`_AttrRungStore` for every other storage (in-memory, journal, third-party): study system
   attributes ``lightning_hpo:rung:{bracket}:{rung}:{trial_number} -> value``, with a per-process
-  incremental index (one sorted list per rung, answered with :mod:`bisect`).
+  incremental index (one sorted list per rung, answered with :mod:`bisect`) where the storage
+  lists new attributes last (Optuna's in-memory and journal storages), a full read otherwise.
+
+The store only counts; the rule that turns ``(n, n_better)`` into a decision is
+:func:`lightning_hpo.pruners.asha_continues`.
 
 Example::
 
@@ -48,7 +52,15 @@ import optuna
 import sqlalchemy as sa
 from optuna.storages import BaseStorage, RDBStorage
 
-from lightning_hpo._optuna import backend_of, study_id_of
+from lightning_hpo._optuna import (
+    STUDIES_TABLE,
+    STUDY_ID_COLUMN,
+    OptunaContractError,
+    appends_study_system_attrs,
+    backend_of,
+    check_studies_table,
+    study_id_of,
+)
 from lightning_hpo.schema import RUNG_ATTR_PREFIX as _ATTR_PREFIX
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
@@ -88,7 +100,8 @@ class _RungStore(abc.ABC):
 
         Returns:
             ``(n, n_better)``: the number of records at ``rungs[-1]`` (this one included) and how
-            many of them are strictly better than ``value``.
+            many of them are strictly better than ``value`` (greater when ``maximize``, else
+            smaller); :func:`lightning_hpo.pruners.asha_continues` decides on them.
         """
 
     @abc.abstractmethod
@@ -123,8 +136,9 @@ def rung_records(study: optuna.Study) -> list[RungRecord]:
 # RDB storages: a table of our own in the study's database.
 
 _metadata = sa.MetaData()
-# Optuna's table, declared only so that the foreign key below can name it; never created here.
-sa.Table("studies", _metadata, sa.Column("study_id", sa.Integer, primary_key=True))
+# Optuna's table, declared only so that the foreign key below can name it; never created here
+# (check_studies_table checks that Optuna made it, before ours is created).
+sa.Table(STUDIES_TABLE, _metadata, sa.Column(STUDY_ID_COLUMN, sa.Integer, primary_key=True))
 _records = sa.Table(
     RECORD_TABLE,
     _metadata,
@@ -137,7 +151,7 @@ _records = sa.Table(
     sa.Column(
         "study_id",
         sa.Integer,
-        sa.ForeignKey("studies.study_id", ondelete="CASCADE"),
+        sa.ForeignKey(f"{STUDIES_TABLE}.{STUDY_ID_COLUMN}", ondelete="CASCADE"),
         nullable=False,
     ),
     sa.Column("bracket", sa.Integer, nullable=False),
@@ -152,8 +166,8 @@ _records = sa.Table(
 )
 _SQLITE_DELETE_TRIGGER = (
     f"CREATE TRIGGER IF NOT EXISTS {RECORD_TABLE}_on_study_delete "
-    "AFTER DELETE ON studies FOR EACH ROW BEGIN "
-    f"DELETE FROM {RECORD_TABLE} WHERE study_id = OLD.study_id; END"
+    f"AFTER DELETE ON {STUDIES_TABLE} FOR EACH ROW BEGIN "
+    f"DELETE FROM {RECORD_TABLE} WHERE study_id = OLD.{STUDY_ID_COLUMN}; END"
 )
 
 
@@ -260,12 +274,16 @@ def _ensure_table(engine: sa.Engine) -> None:
     Several processes may race to create it: the loser's ``CREATE`` fails with "already exists"
     (or PostgreSQL's duplicate catalog key, or SQLite's "database is locked"); it then checks
     again and finds the table.
+
+    Raises:
+        OptunaContractError: Optuna's studies table, which ours refers to, is not as assumed.
     """
     if engine in _ready_engines:
         return
     with _ready_lock:
         if engine in _ready_engines:
             return
+        check_studies_table(engine)
         for attempt in range(1, _CREATE_ATTEMPTS + 1):
             try:
                 _metadata.create_all(engine, tables=[_records], checkfirst=True)
@@ -288,18 +306,26 @@ def _ensure_table(engine: sa.Engine) -> None:
 class _Slot:
     """What this process has read of one rung's records.
 
-    ``scanned`` counts the items of the study's system-attribute dict already looked at; the
-    slot reads only the items added since (from the end, with ``reversed``) and keeps the values
-    of its own rung (``prefix``): ``values`` sorted, plus ``bulk``, the many values of the last
-    large read, counted linearly once and sorted in at the next read (so that a fresh process's
-    first decision costs a scan, not a sort).
+    ``scanned`` counts the items of the study's system-attribute dict already looked at and
+    ``last_key`` is the newest of them; the slot reads only the items added since (from the end,
+    with ``reversed``) and keeps the values of its own rung (``prefix``): ``values`` sorted, plus
+    ``bulk``, the many values of the last large read, counted linearly once and sorted in at the
+    next read (so that a fresh process's first decision costs a scan, not a sort). That needs a
+    storage that lists new keys last (:func:`~lightning_hpo._optuna.appends_study_system_attrs`):
+    the key just before the new ones must be ``last_key``, else Optuna has changed and
+    :class:`~lightning_hpo._optuna.OptunaContractError` is raised rather than a wrong count.
     """
 
-    __slots__ = ("bulk", "prefix", "scanned", "values")
+    __slots__ = ("bulk", "last_key", "prefix", "scanned", "values")
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything read: the next :meth:`catch_up` reads the whole dict."""
         self.scanned = 0
+        self.last_key: str | None = None
         self.values: list[float] = []
         self.bulk: list[float] = []
 
@@ -309,19 +335,26 @@ class _Slot:
         Raises:
             RuntimeError: ``attrs`` changed size during iteration (a storage that mutates it in
                 place); nothing is taken in, read it again.
+            OptunaContractError: the key read last is not just before the new ones: the storage
+                no longer lists its keys in insertion order.
         """
         size = len(attrs)
         if size < self.scanned:  # the dict shrank: nothing read before can be trusted
             _logger.debug("rung records of %s shrank; reading them again", self.prefix)
-            self.scanned, self.values, self.bulk = 0, [], []
+            self.reset()
         new = size - self.scanned
-        # C-level filtering: keys and values of the newest items, kept where the key matches.
-        found = list(compress(
-            islice(reversed(attrs.values()), new),
-            map(str.startswith, islice(reversed(attrs.keys()), new), repeat(self.prefix)),
-        )) if new else []
+        # The new keys, newest first, then (when something was read before) the last key read.
+        keys = list(islice(reversed(attrs.keys()), new + 1 if self.scanned else new))
+        values = list(islice(reversed(attrs.values()), new)) if new else []
         if len(attrs) != size:  # grew between len() and reversed(): read again
             return False
+        if self.scanned and keys[new] != self.last_key:
+            raise OptunaContractError(
+                "study system attributes are no longer listed in insertion order (the newest "
+                f"key read before, {self.last_key!r}, is not where it was)"
+            )
+        # C-level filtering: the values of the new items whose key is of this rung.
+        found = list(compress(values, map(str.startswith, keys, repeat(self.prefix))))
         if self.bulk:
             self.values.extend(self.bulk)
             self.values.sort()
@@ -332,6 +365,8 @@ class _Slot:
             for value in found:
                 insort(self.values, value)
         self.scanned = size
+        if keys:
+            self.last_key = keys[0]
         return True
 
     def rank(self, value: float, maximize: bool) -> tuple[int, int]:
@@ -372,14 +407,17 @@ class _AttrRungStore(_RungStore):
 
     ``InMemoryStorage`` and ``JournalStorage`` return their insertion-ordered system-attribute
     dict itself from ``get_study_system_attrs`` (and replace it with an updated copy on every
-    write), so new records are always its last items: a decision reads only the items added
-    since this process last looked, and answers with :mod:`bisect` on its rung's sorted values.
-    A decision is one read and one write: the rank counts the records read plus the trial's own.
+    write), so new records are always its last items
+    (:func:`~lightning_hpo._optuna.appends_study_system_attrs`): a decision reads only the items
+    added since this process last looked, and answers with :mod:`bisect` on its rung's sorted
+    values. Other storages, whose order is unknown, are read in full at every decision. A
+    decision is one read and one write: the rank counts the records read plus the trial's own.
     """
 
     def __init__(self, storage: BaseStorage, study_id: int) -> None:
         self._storage = storage
         self._study_id = study_id
+        self._incremental = appends_study_system_attrs(storage)
         with _indexes_lock:
             per_study = _indexes.setdefault(storage, {})
             self._index = per_study.setdefault(study_id, _AttrIndex())
@@ -414,17 +452,25 @@ class _AttrRungStore(_RungStore):
         ]
 
     def _catch_up(self, slot: _Slot) -> Mapping[str, Any]:
-        """Read the study's system attrs and bring ``slot`` up to date; the attrs read."""
+        """Read the study's system attrs and bring ``slot`` up to date; the attrs read.
+
+        Raises:
+            OptunaContractError: the storage no longer lists new keys last.
+        """
         for _ in range(_SCAN_ATTEMPTS):
+            if not self._incremental:
+                slot.reset()
             attrs = self._storage.get_study_system_attrs(self._study_id)
             try:
                 if slot.catch_up(attrs):
                     return attrs
+            except OptunaContractError:
+                raise
             except RuntimeError:  # "dictionary changed size during iteration": read again
                 pass
         # A storage that keeps mutating its dict in place: read a copy, from scratch.
         attrs = dict(self._storage.get_study_system_attrs(self._study_id))
-        slot.scanned, slot.values, slot.bulk = 0, [], []
+        slot.reset()
         slot.catch_up(attrs)
         return attrs
 

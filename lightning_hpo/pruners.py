@@ -1,12 +1,17 @@
 """ASHA and Hyperband as Optuna pruners, with their rung records in the study's storage.
 
-Both pruners share one decision (:func:`_asha_prune`) on top of the pure rung arithmetic of
-:mod:`lightning_hpo.rungs`; the records every process must agree on live in the Optuna storage
-(:mod:`lightning_hpo._rung_store`), so trials of several processes and machines compete at the
-same rungs. A decision reads only its rung's records, never the study's trials.
+**The decision, on one screen.** A trial is compared with the others at *rungs*, epochs
+``min_resource * reduction_factor**k`` (:mod:`lightning_hpo.rungs`). When one of its reports
+first reaches a rung, its value is recorded there, in the study's storage where every process
+sees it (:mod:`lightning_hpo._rung_store`, which returns two counts: the ``n`` values at the rung,
+its own included, and the ``n_better`` strictly better ones), and :func:`asha_continues` decides:
+the trial continues iff ``n_better < max(1, n // reduction_factor)``. :func:`_asha_prune`, right
+below it, is the whole decision; both pruners call it, Hyperband in the trial's own bracket.
 
 Steps are epochs completed, counted from 1 (``trial.report(value, step=epoch + 1)``), as
-:class:`~lightning_hpo.callbacks.PruningCallback` reports them.
+:class:`~lightning_hpo.callbacks.PruningCallback` reports them. The first time a pruner decides
+for a study it writes its settings as the study system attribute
+:data:`~lightning_hpo.schema.PRUNER_ATTR`, for reports.
 
 Example::
 
@@ -21,31 +26,111 @@ Example::
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import optuna
+from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 
 from lightning_hpo import rungs
-from lightning_hpo._optuna import storage_of, trial_id_of
-from lightning_hpo._rung_store import RungRecord, open_rung_store, rung_records
-from lightning_hpo.schema import BRACKET_ATTR
+from lightning_hpo._optuna import HyperbandBase, storage_of, study_id_of, trial_id_of
+from lightning_hpo._rung_store import open_rung_store
+from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR
 
-__all__ = [
-    "ASHAPruner",
-    "HyperbandPruner",
-    "RungRecord",
-    "rung_records",
-]
+__all__ = ["ASHAPruner", "HyperbandPruner", "asha_continues"]
 
 _logger = logging.getLogger(__name__)
 
-#: Trial system attribute: the trial's Hyperband bracket (int), written at its first rung.
-#: (ASHA writes no trial attribute: a decision's only write is its rung record.)
+
+def asha_continues(n: int, n_better: int, reduction_factor: int) -> bool:
+    """ASHA's rule: a trial continues past a rung iff fewer than ``max(1, n // reduction_factor)``
+    of the ``n`` values recorded there (its own included) are strictly better than its own.
+
+    So the best ``n // reduction_factor`` continue, and so does every value tied with the last
+    of them; while the rung holds fewer than ``reduction_factor`` values only the best so far
+    (ties included) continues, and the first trial at a rung always does: a pruner cannot pause
+    a trial until competitors arrive, as promotion-type ASHA would.
+
+    Args:
+        n: how many values are recorded at the rung, this one included (``>= 1``).
+        n_better: how many of them are strictly better than this one (``0 <= n_better < n``).
+        reduction_factor: keep one in ``reduction_factor`` (``>= 2``).
+
+    Raises:
+        ValueError: an argument is out of range, naming it.
+
+    Example::
+
+        >>> [asha_continues(n, n_better=1, reduction_factor=2) for n in range(2, 6)]
+        [False, False, True, True]
+        >>> asha_continues(n=1, n_better=0, reduction_factor=100)
+        True
+    """
+    for name, value, minimum in (("n", n, 1), ("reduction_factor", reduction_factor, 2),
+                                 ("n_better", n_better, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(
+                f"The value of `{name}` is {value!r}, but must be an integer `{name} >= {minimum}`."
+            )
+    if n_better >= n:
+        raise ValueError(
+            f"The value of `n_better` is {n_better}, but must be `n_better < n` ({n}): "
+            "`n` counts the value itself."
+        )
+    return n_better < max(1, n // reduction_factor)
+
+
+def _asha_prune(
+    study: optuna.Study,
+    trial: optuna.trial.FrozenTrial,
+    *,
+    ladder: _Ladder,
+    bracket: int,
+    first_rung_attrs: Mapping[str, Any],
+) -> bool:
+    """ASHA's decision after the trial's latest report, on one bracket's ladder.
+
+    1. A report that reaches no new rung, or that is at ``max_resource`` (the trial is done),
+       decides nothing and touches no storage: not pruned.
+    2. A report that reaches rungs with a NaN or infinite value is pruned, and not recorded.
+    3. Otherwise its value is recorded at each rung reached (once: a repeated report changes
+       nothing), the store counts ``n`` and ``n_better`` at the highest of them, and
+       :func:`asha_continues` decides.
+    """
+    steps = trial.intermediate_values
+    if not steps:
+        return False
+    step = max(steps)
+    if ladder.max_resource is not None and step >= ladder.max_resource:
+        return False
+    crossed = ladder.crossed(max((s for s in steps if s < step), default=0), step)
+    if not crossed:
+        return False
+
+    if first_rung_attrs and crossed[0] == ladder.min_resource:  # first rung: Hyperband bracket
+        storage, trial_id = storage_of(study), trial_id_of(trial)
+        for key, value in first_rung_attrs.items():
+            storage.set_trial_system_attr(trial_id, key, value)
+    value = steps[step]
+    if not math.isfinite(value):
+        _logger.debug("trial %d pruned at step %d: value %r", trial.number, step, value)
+        return True
+    maximize = study.direction == StudyDirection.MAXIMIZE
+    n, n_better = open_rung_store(study).add_and_rank(
+        bracket, crossed, trial.number, value, maximize=maximize
+    )
+    keep = asha_continues(n, n_better, ladder.reduction_factor)
+    _logger.debug(
+        "trial %d, bracket %d, rung %d: %d of %d better, %s",
+        trial.number, bracket, crossed[-1], n_better, n, "continues" if keep else "pruned",
+    )
+    return not keep
 
 
 @dataclass(frozen=True)
@@ -67,63 +152,56 @@ class _Ladder:
         object.__setattr__(self, "levels", levels if bounded else None)
 
     def crossed(self, previous_step: int, step: int) -> list[int]:
+        """The rungs in ``(previous_step, step]``, ascending."""
         if self.levels is not None:
             return rungs.crossed_rungs(self.levels, previous_step, step)
         levels = rungs.rung_levels(self.min_resource, self.reduction_factor, up_to=step)
         return rungs.crossed_rungs(levels, previous_step, step)
 
 
-def _asha_prune(
-    study: optuna.Study,
-    trial: optuna.trial.FrozenTrial,
-    *,
-    ladder: _Ladder,
-    bracket: int,
-    first_rung_attrs: Mapping[str, Any],
-) -> bool:
-    """ASHA's decision for the trial's latest report, on one bracket's ladder.
+class _SettingsNote:
+    """Writes a pruner's settings as a study's :data:`PRUNER_ATTR`, once per study.
 
-    A report that reaches no new rung decides nothing and touches no storage. A report that
-    reaches rungs records its value at each (never a NaN or infinite value: that trial is pruned)
-    and the trial continues when the value is among the best ``max(1, n // reduction_factor)``
-    of the ``n`` values at the highest of them. At ``max_resource`` the trial is done: no record,
-    no pruning.
+    The first call for a study reads the attribute and writes it when it differs (another
+    pruner's settings are replaced, with a warning); later calls for that study, on the same
+    storage object, cost a dictionary lookup.
     """
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings: dict[str, Any] = json.loads(json.dumps(settings))  # JSON, as stored
+        self._noted: weakref.WeakKeyDictionary[BaseStorage, set[int]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, study: optuna.Study) -> None:
+        storage, study_id = storage_of(study), study_id_of(study)
+        noted = self._noted.get(storage)
+        if noted is not None and study_id in noted:
+            return
+        stored = storage.get_study_system_attrs(study_id).get(PRUNER_ATTR)
+        if stored != self.settings:
+            if stored is not None:
+                _logger.warning(
+                    "study '%s' was pruned with other settings (%s); now %s",
+                    study.study_name, stored, self.settings,
+                )
+            storage.set_study_system_attr(study_id, PRUNER_ATTR, json.loads(json.dumps(
+                self.settings)))
+        self._noted.setdefault(storage, set()).add(study_id)
+
+    def __getstate__(self) -> dict[str, Any]:  # storages are not pickled with the pruner
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["settings"])  # type: ignore[misc]
+
+
+def _check_single_objective(study: optuna.Study) -> None:
     if len(study.directions) > 1:
         raise NotImplementedError(
             f"ASHA pruning needs a single-objective study, but study '{study.study_name}' has "
             f"{len(study.directions)} objectives."
         )
-    steps = trial.intermediate_values
-    if not steps:
-        return False
-    step = max(steps)
-    if ladder.max_resource is not None and step >= ladder.max_resource:
-        return False
-    previous = max((s for s in steps if s < step), default=0)
-    crossed = ladder.crossed(previous, step)
-    if not crossed:
-        return False
-
-    if first_rung_attrs and crossed[0] == ladder.min_resource:  # first rung: Hyperband bracket
-        storage, trial_id = storage_of(study), trial_id_of(trial)
-        for key, value in first_rung_attrs.items():
-            storage.set_trial_system_attr(trial_id, key, value)
-
-    value = steps[step]
-    if not math.isfinite(value):
-        _logger.debug("trial %d pruned at step %d: value %r", trial.number, step, value)
-        return True
-    maximize = study.direction == StudyDirection.MAXIMIZE
-    n, n_better = open_rung_store(study).add_and_rank(
-        bracket, crossed, trial.number, value, maximize=maximize
-    )
-    keep = rungs.is_promotable(n_better, n, ladder.reduction_factor)
-    _logger.debug(
-        "trial %d, bracket %d, rung %d: %d of %d better, %s",
-        trial.number, bracket, crossed[-1], n_better, n, "continues" if keep else "pruned",
-    )
-    return not keep
 
 
 class ASHAPruner(optuna.pruners.BasePruner):
@@ -133,9 +211,11 @@ class ASHAPruner(optuna.pruners.BasePruner):
     ``min_resource * reduction_factor**k`` epochs (and at ``max_resource``). When a trial first
     reports at or past a rung, its value is recorded there (and at any rung it skipped) and it
     continues only if it is among the best ``max(1, n // reduction_factor)`` of the ``n`` values
-    recorded at that rung so far, its own included; ties continue, and the first trial at a rung
-    always continues. NaN or infinite values are pruned at the first rung and never recorded. A
-    trial that reached ``max_resource`` is finished and never pruned.
+    recorded at that rung so far, its own included (:func:`asha_continues`); ties continue, and
+    the first trial at a rung always continues. NaN or infinite values are pruned at the first
+    rung and never recorded. A trial that reached ``max_resource`` is finished and never pruned.
+    The first decision for a study writes the settings as the study system attribute
+    ``lightning_hpo:pruner`` (:data:`~lightning_hpo.schema.PRUNER_ATTR`), for reports.
 
     Unlike Optuna's ``SuccessiveHalvingPruner``, a decision reads only the rung's records (one
     indexed query on RDB storages), not every trial of the study, and steps between rungs cost
@@ -172,7 +252,14 @@ class ASHAPruner(optuna.pruners.BasePruner):
         self, min_resource: int = 1, reduction_factor: int = 3, max_resource: int | None = None
     ) -> None:
         self._ladder = _Ladder(min_resource, reduction_factor, max_resource)  # validates
-        self._first_rung_attrs: dict[str, Any] = {}
+        self._note = _SettingsNote({
+            "name": "asha",
+            "min_resource": min_resource,
+            "reduction_factor": reduction_factor,
+            "max_resource": max_resource,
+            "brackets": None if self._ladder.levels is None else [self._ladder.levels],
+            "budgets": [],
+        })
 
     @property
     def min_resource(self) -> int:
@@ -196,9 +283,9 @@ class ASHAPruner(optuna.pruners.BasePruner):
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
         """Whether to stop ``trial`` after its latest report (see the class docstring)."""
-        return _asha_prune(
-            study, trial, ladder=self._ladder, bracket=0, first_rung_attrs=self._first_rung_attrs
-        )
+        _check_single_objective(study)
+        self._note(study)
+        return _asha_prune(study, trial, ladder=self._ladder, bracket=0, first_rung_attrs={})
 
     def __repr__(self) -> str:
         return (
@@ -207,7 +294,7 @@ class ASHAPruner(optuna.pruners.BasePruner):
         )
 
 
-class HyperbandPruner(optuna.pruners.HyperbandPruner):
+class HyperbandPruner(HyperbandBase):
     """Hyperband over ASHA brackets, every process agreeing on each trial's bracket.
 
     Li et al., "Hyperband: A Novel Bandit-Based Approach to Hyperparameter Optimization", JMLR
@@ -217,12 +304,13 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
     at ``min_resource * reduction_factor**s`` epochs, with rungs and records of its own. A
     trial's bracket is a hash of the study name and trial number weighted by Optuna's
     per-bracket budgets, so every process computes the same one; it is stored on the trial
-    (``lightning_hpo:bracket``) at its first rung.
+    (``lightning_hpo:bracket``) at its first rung. The first decision for a study writes the
+    settings, every bracket's rungs and the budgets as the study system attribute
+    ``lightning_hpo:pruner`` (:data:`~lightning_hpo.schema.PRUNER_ATTR`), for reports.
 
-    This subclasses Optuna's ``HyperbandPruner`` only so that samplers see the trials of the
-    trial's own bracket: Optuna filters the study for a sampler when ``study.pruner`` is an
-    ``optuna.pruners.HyperbandPruner``, through its ``_get_bracket_id``, which is overridden
-    here; that is the only hook Optuna offers. Nothing else of the parent runs.
+    This is an ``optuna.pruners.HyperbandPruner`` (through
+    :class:`lightning_hpo._optuna.HyperbandBase`) only so that samplers see the trials of the
+    trial's own bracket, the one hook Optuna offers; nothing of the parent's algorithm runs.
 
     Args:
         min_resource: the first rung of the most aggressive bracket, in epochs (``>= 1``).
@@ -256,15 +344,8 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
                 "`max_resource >= min_resource`: Hyperband's brackets depend on it."
             )
         n_brackets = rungs.hyperband_brackets(min_resource, max_resource, reduction_factor)
-        super().__init__(
-            min_resource=min_resource, max_resource=max_resource, reduction_factor=reduction_factor
-        )
-        # Fill the parent's bookkeeping with the exact values, for anyone who inspects it.
-        self._n_brackets = n_brackets
-        self._trial_allocation_budgets = rungs.trial_allocation_budgets(
-            min_resource, max_resource, reduction_factor
-        )
-        self._total_trial_allocation_budget = sum(self._trial_allocation_budgets)
+        super().__init__(min_resource, max_resource, reduction_factor)
+        self._budgets = rungs.trial_allocation_budgets(min_resource, max_resource, reduction_factor)
         self._ladders = [
             _Ladder(
                 rungs.bracket_min_resource(min_resource, reduction_factor, bracket),
@@ -274,6 +355,14 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
             for bracket in range(n_brackets)
         ]
         self._first_rung_attrs = [{BRACKET_ATTR: bracket} for bracket in range(n_brackets)]
+        self._note = _SettingsNote({
+            "name": "hyperband",
+            "min_resource": min_resource,
+            "reduction_factor": reduction_factor,
+            "max_resource": max_resource,
+            "brackets": [ladder.levels for ladder in self._ladders],
+            "budgets": self._budgets,
+        })
 
     @property
     def min_resource(self) -> int:
@@ -298,7 +387,7 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
     @property
     def trial_allocation_budgets(self) -> list[int]:
         """Each bracket's share of trials (Optuna's allocation, bracket 0 first)."""
-        return list(self._trial_allocation_budgets)
+        return list(self._budgets)
 
     def bracket_levels(self, bracket: int) -> list[int]:
         """The rung levels of ``bracket``, in epochs, ``max_resource`` last.
@@ -317,10 +406,12 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
 
     def bracket_of(self, study_name: str, trial_number: int) -> int:
         """The bracket of trial ``trial_number`` of study ``study_name`` (any process agrees)."""
-        return rungs.bracket_of(study_name, trial_number, self._trial_allocation_budgets)
+        return rungs.bracket_of(study_name, trial_number, self._budgets)
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
         """Whether to stop ``trial`` after its latest report, by ASHA in the trial's bracket."""
+        _check_single_objective(study)
+        self._note(study)
         bracket = self.bracket_of(study.study_name, trial.number)
         return _asha_prune(
             study,
@@ -329,12 +420,6 @@ class HyperbandPruner(optuna.pruners.HyperbandPruner):
             bracket=bracket,
             first_rung_attrs=self._first_rung_attrs[bracket],
         )
-
-    def _get_bracket_id(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> int:
-        # Optuna's hook: its inherited `_create_bracket_study` (used by `_filter_study` to give
-        # samplers a study of one bracket) calls this for each trial. Only the study's name and
-        # the trial's number are read, so it works on Optuna's bracket-study wrapper too.
-        return self.bracket_of(study.study_name, trial.number)
 
     def __repr__(self) -> str:
         return (

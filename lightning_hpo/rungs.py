@@ -7,9 +7,8 @@ rung even when it is not a power level (``min_resource=2, reduction_factor=2, ma
 gives rungs 2, 4, 8, 10). Without ``max_resource`` the ladder has no top: :func:`rung_levels`
 then lists the rungs up to a step you name (``up_to``) and :func:`next_rung_level` walks it.
 
-A trial continues at a rung when its value is among the best
-``max(1, n // reduction_factor)`` of the ``n`` values recorded there, its own included
-(:func:`promotion_quota`, :func:`is_promotable`); ties continue.
+Which trials continue at a rung is the pruner's rule, not arithmetic of the ladder: see
+:func:`lightning_hpo.pruners.asha_continues`.
 
 Hyperband (Li et al., "Hyperband: A Novel Bandit-Based Approach to Hyperparameter
 Optimization", JMLR 2018) runs several such ladders, *brackets*, with a growing minimum
@@ -26,8 +25,6 @@ Example::
     [(2, 8), (4, 4), (8, 2), (10, 1)]
     >>> crossed_rungs([2, 4, 8, 10], previous_step=3, step=8)
     [4, 8]
-    >>> is_promotable(n_better=0, n=2, reduction_factor=2)
-    True
 """
 
 from __future__ import annotations
@@ -41,9 +38,7 @@ __all__ = [
     "bracket_of",
     "crossed_rungs",
     "hyperband_brackets",
-    "is_promotable",
     "next_rung_level",
-    "promotion_quota",
     "rung_levels",
     "successive_halving_plan",
     "trial_allocation_budgets",
@@ -163,50 +158,6 @@ def successive_halving_plan(
     levels = rung_levels(min_resource, reduction_factor, max_resource)
     top = len(levels) - 1
     return [(level, reduction_factor ** (top - k)) for k, level in enumerate(levels)]
-
-
-def promotion_quota(n: int, reduction_factor: int) -> int:
-    """How many of ``n`` values at a rung continue: ``max(1, n // reduction_factor)``.
-
-    The first trial at a rung always continues (Optuna cannot pause a trial to wait for
-    competitors, so ASHA lets it run on).
-
-    Example::
-
-        >>> [promotion_quota(n, 2) for n in range(1, 8)]
-        [1, 1, 1, 2, 2, 3, 3]
-    """
-    _check_int("n", n, 1)
-    _check_int("reduction_factor", reduction_factor, 2)
-    return max(1, n // reduction_factor)
-
-
-def is_promotable(n_better: int, n: int, reduction_factor: int) -> bool:
-    """Whether a value continues past a rung.
-
-    Args:
-        n_better: how many recorded values at the rung are strictly better than this one.
-        n: how many values are recorded at the rung, this one included (``>= 1``).
-        reduction_factor: keep one in ``reduction_factor`` (``>= 2``).
-
-    Returns:
-        ``n_better < promotion_quota(n, reduction_factor)``; ties continue.
-
-    Example::
-
-        >>> is_promotable(n_better=1, n=4, reduction_factor=2)
-        True
-        >>> is_promotable(n_better=2, n=4, reduction_factor=2)
-        False
-    """
-    quota = promotion_quota(n, reduction_factor)
-    _check_int("n_better", n_better, 0)
-    if n_better >= n:
-        raise ValueError(
-            f"The value of `n_better` is {n_better}, but must be `n_better < n` ({n}): "
-            "`n` counts the value itself."
-        )
-    return n_better < quota
 
 
 def crossed_rungs(levels: Sequence[int], previous_step: int, step: int) -> list[int]:

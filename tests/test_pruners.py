@@ -7,8 +7,10 @@ Values are written as *losses* (lower is better) and turned into the study's dir
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -25,14 +27,10 @@ from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import TrialState
 
 from lightning_hpo import rungs
-from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
-from lightning_hpo.pruners import (
-    BRACKET_ATTR,
-    ASHAPruner,
-    HyperbandPruner,
-    RungRecord,
-    rung_records,
-)
+from lightning_hpo._optuna import backend_of, storage_of, study_id_of, trial_id_of
+from lightning_hpo._rung_store import RungRecord, rung_records
+from lightning_hpo.pruners import ASHAPruner, HyperbandPruner, asha_continues
+from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -78,7 +76,50 @@ def _records(study: optuna.Study, direction: str) -> set[tuple[int, int, int, fl
     return {(b, r, t, _value(direction, v)) for b, r, t, v in rung_records(study)}
 
 
-# -- the ASHA rules -------------------------------------------------------------------------
+# -- the ASHA rule, alone ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "eta", "quota"),
+    [(1, 2, 1), (2, 2, 1), (3, 2, 1), (4, 2, 2), (5, 2, 2), (6, 2, 3), (7, 2, 3), (1, 3, 1),
+     (2, 3, 1), (3, 3, 1), (5, 3, 1), (6, 3, 2), (9, 3, 3), (26, 3, 8), (27, 3, 9),
+     (100, 3, 33), (4, 4, 1), (8, 4, 2), (99, 100, 1), (100, 100, 1), (200, 100, 2)],
+)
+def test_asha_continues_keeps_the_best_max_1_n_div_eta(n: int, eta: int, quota: int) -> None:
+    # the best `quota` continue (n_better counts strictly better values: ties continue)
+    decisions = [asha_continues(n, n_better, eta) for n_better in range(n)]
+    assert decisions == [True] * quota + [False] * (n - quota)
+
+
+@pytest.mark.parametrize("eta", [2, 3, 4])
+@pytest.mark.parametrize("n", range(1, 13))
+def test_asha_continues_keeps_exactly_the_quota(n: int, eta: int) -> None:
+    decisions = [asha_continues(n, n_better, eta) for n_better in range(n)]
+    assert sum(decisions) == max(1, n // eta) and decisions[0]
+
+
+def test_asha_continues_the_first_trial_at_a_rung() -> None:
+    assert asha_continues(1, 0, 2) and asha_continues(1, 0, 100)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0, 0, 3), r"`n` is 0, but must be an integer `n >= 1`"),
+        ((3.0, 0, 3), r"`n` is 3.0"),
+        ((3, 0, 1), r"`reduction_factor` is 1, but must be an integer `reduction_factor >= 2`"),
+        ((3, -1, 3), r"`n_better` is -1"),
+        ((3, 3, 3), r"`n_better` is 3, but must be `n_better < n` \(3\)"),
+        ((True, 0, 3), r"`n` is True"),
+    ],
+    ids=["n0", "n-float", "eta1", "better-neg", "better-n", "n-bool"],
+)
+def test_asha_continues_refuses_bad_counts(args: tuple[Any, Any, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        asha_continues(*args)
+
+
+# -- the ASHA rules, on real trials -------------------------------------------------------
 
 
 def test_first_trial_continues_and_records_each_rung_below_max(
@@ -373,6 +414,84 @@ def test_repr_and_properties() -> None:
     assert isinstance(hyperband, optuna.pruners.HyperbandPruner)
 
 
+# -- the pruner's settings, stored in the study ---------------------------------------------
+
+_SETTINGS = {
+    "asha": (lambda: ASHAPruner(1, 3, 27), {
+        "name": "asha", "min_resource": 1, "reduction_factor": 3, "max_resource": 27,
+        "brackets": [[1, 3, 9, 27]], "budgets": [],
+    }),
+    "asha-unbounded": (lambda: ASHAPruner(1, 3), {
+        "name": "asha", "min_resource": 1, "reduction_factor": 3, "max_resource": None,
+        "brackets": None, "budgets": [],
+    }),
+    "hyperband": (lambda: HyperbandPruner(1, 27, 3), {
+        "name": "hyperband", "min_resource": 1, "reduction_factor": 3, "max_resource": 27,
+        "brackets": [[1, 3, 9, 27], [3, 9, 27], [9, 27], [27]], "budgets": [27, 12, 6, 4],
+    }),
+}
+
+
+def _stored_settings(storage: StorageSpec, name: str) -> Any:
+    loaded = optuna.load_study(study_name=name, storage=storage.make())
+    return storage_of(loaded).get_study_system_attrs(study_id_of(loaded)).get(PRUNER_ATTR)
+
+
+@pytest.mark.parametrize("kind", list(_SETTINGS))
+def test_the_first_decision_stores_the_settings_once(
+    storage: StorageSpec, kind: str, spy_factory: Callable[[optuna.Study], _StorageSpy]
+) -> None:
+    make, expected = _SETTINGS[kind]
+    study = _study(storage, make(), name="settings")
+    assert _stored_settings(storage, "settings") is None  # nothing before a decision
+    trial = study.ask()
+    trial.report(1.0, 3)
+    assert trial.should_prune() is False
+    assert _stored_settings(storage, "settings") == expected
+    json.dumps(expected)  # JSON as written, for every storage
+    spy = spy_factory(study)
+    trial.report(1.0, 4)  # no rung crossed: the same instance reads and writes no study attr
+    _, calls = spy.should_prune(trial)
+    assert calls["get_study_system_attrs"] == calls["set_study_system_attr"] == 0, calls
+
+
+@pytest.mark.parametrize("kind", list(_SETTINGS))
+def test_equal_settings_are_not_written_again(
+    storage: StorageSpec, kind: str, spy_factory: Callable[[optuna.Study], _StorageSpy]
+) -> None:
+    make, expected = _SETTINGS[kind]
+    _trial(_study(storage, make(), name="again"), "minimize", [(2, 1.0)])
+    other = optuna.load_study(study_name="again", storage=storage.make(), pruner=make())
+    spy = spy_factory(other)
+    trial = other.ask()  # a decision before any report: no rung, only the settings are read
+    _, calls = spy.should_prune(trial)
+    assert (calls["get_study_system_attrs"], calls["set_study_system_attr"]) == (1, 0), calls
+    assert _stored_settings(storage, "again") == expected
+
+
+def test_other_settings_replace_the_stored_ones_with_a_warning(
+    storage: StorageSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    _trial(_study(storage, ASHAPruner(1, 3, 27), name="changed"), "minimize", [(1, 1.0)])
+    other = optuna.load_study(study_name="changed", storage=storage.make(),
+                              pruner=HyperbandPruner(1, 27, 3))
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.pruners"):
+        _trial(other, "minimize", [(2, 1.0)])
+    assert _stored_settings(storage, "changed") == _SETTINGS["hyperband"][1]
+    assert "was pruned with other settings" in caplog.text
+
+
+def test_a_pruner_pickles_without_its_storages(storage: StorageSpec) -> None:
+    pruner = HyperbandPruner(1, 9, 3)
+    study = _study(storage, pruner, name="pickled")
+    _trial(study, "minimize", [(1, 1.0), (3, 1.0)])
+    copy = pickle.loads(pickle.dumps(pruner))
+    assert repr(copy) == repr(pruner) and copy.trial_allocation_budgets == [9, 5, 3]
+    again = optuna.load_study(study_name="pickled", storage=storage.make(), pruner=copy)
+    assert [t.should_prune() for t in [again.ask()]] == [False]
+    assert _stored_settings(storage, "pickled")["budgets"] == [9, 5, 3]
+
+
 # -- Hyperband ------------------------------------------------------------------------------
 
 
@@ -591,29 +710,35 @@ def test_attr_store_works_on_a_storage_that_mutates_in_place(direction: str) -> 
 
 
 class _ChangingAttrs(dict):
-    """A dict whose reversed item view fails while ``failures`` lasts, as a dict changed by
-    another thread during the scan would."""
+    """A dict whose reversed key and value views fail while ``failures`` lasts, as a dict
+    changed by another thread during the scan would."""
 
     def __init__(self, data: dict[str, Any], failures: list[int]) -> None:
         super().__init__(data)
         self.failures = failures
 
-    def items(self) -> Any:
-        outer = self
+    def _view(self, view: Any) -> Any:
+        failures = self.failures
 
         class _View:
-            def __reversed__(self) -> Iterator[tuple[str, Any]]:
-                if outer.failures[0]:
-                    outer.failures[0] -= 1
+            def __reversed__(self) -> Iterator[Any]:
+                if failures[0]:
+                    failures[0] -= 1
                     raise RuntimeError("dictionary changed size during iteration")
-                return reversed(dict.items(outer))
+                return reversed(view)
 
         return _View()
+
+    def keys(self) -> Any:
+        return self._view(dict.keys(self))
+
+    def values(self) -> Any:
+        return self._view(dict.values(self))
 
 
 @pytest.mark.parametrize("failures", [1, 3, 100], ids=["once", "thrice", "always"])
 def test_attr_index_reads_again_when_the_dict_changes_during_the_scan(failures: int) -> None:
-    from lightning_hpo._rung_store import _AttrRungStore
+    from lightning_hpo._rung_store import _SCAN_ATTEMPTS, _AttrRungStore
 
     budget = [0]
 
@@ -627,6 +752,29 @@ def test_attr_index_reads_again_when_the_dict_changes_during_the_scan(failures: 
     for trial_number, value, expected in [(0, 1.0, (1, 0)), (1, 0.5, (2, 0)), (2, 2.0, (3, 2))]:
         budget[0] = failures
         assert store.add_and_rank(0, [2], trial_number, value, maximize=False) == expected
+        assert budget[0] == max(0, failures - _SCAN_ATTEMPTS)  # the failing reads did happen
+
+
+class _NewestFirstStorage(optuna.storages.InMemoryStorage):
+    """System attributes listed newest first: what a storage of unknown order may do."""
+
+    def get_study_system_attrs(self, study_id: int) -> dict[str, Any]:
+        return dict(reversed(super().get_study_system_attrs(study_id).items()))
+
+
+def test_a_storage_of_unknown_order_is_read_in_full(
+    monkeypatch: pytest.MonkeyPatch, direction: str
+) -> None:
+    # A third-party storage (here: declared not to append) gets exact counts in any order.
+    import lightning_hpo._rung_store as rung_store
+
+    monkeypatch.setattr(rung_store, "appends_study_system_attrs", lambda storage: False)
+    study = optuna.create_study(
+        storage=_NewestFirstStorage(), pruner=ASHAPruner(2, 2, 10), direction=direction
+    )
+    losses = [5.0, 4.0, 6.0, 3.0, 7.0, 4.5, 4.5, 5.0]
+    expected = [False, False, True, False, True, False, False, True]
+    assert [_trial(study, direction, [(2, loss)])[0] for loss in losses] == expected
 
 
 def test_a_new_handle_reads_many_records_at_once(storage: StorageSpec) -> None:

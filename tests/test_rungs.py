@@ -19,9 +19,7 @@ from lightning_hpo.rungs import (
     bracket_of,
     crossed_rungs,
     hyperband_brackets,
-    is_promotable,
     next_rung_level,
-    promotion_quota,
     rung_levels,
     successive_halving_plan,
     trial_allocation_budgets,
@@ -146,28 +144,6 @@ def test_successive_halving_plan(args: tuple[int, int, int], expected: list) -> 
 
 
 @pytest.mark.parametrize(
-    ("n", "eta", "quota"),
-    [(1, 2, 1), (2, 2, 1), (3, 2, 1), (4, 2, 2), (5, 2, 2), (6, 2, 3), (7, 2, 3),
-     (1, 3, 1), (2, 3, 1), (3, 3, 1), (5, 3, 1), (6, 3, 2), (9, 3, 3), (100, 3, 33),
-     (4, 4, 1), (8, 4, 2)],
-)
-def test_promotion_quota(n: int, eta: int, quota: int) -> None:
-    assert promotion_quota(n, eta) == quota
-
-
-@pytest.mark.parametrize("eta", [2, 3, 4])
-@pytest.mark.parametrize("n", range(1, 13))
-def test_is_promotable_keeps_exactly_the_quota(n: int, eta: int) -> None:
-    decisions = [is_promotable(n_better, n, eta) for n_better in range(n)]
-    assert decisions == [k < max(1, n // eta) for k in range(n)]
-    assert sum(decisions) == promotion_quota(n, eta)
-
-
-def test_first_value_at_a_rung_continues() -> None:
-    assert is_promotable(0, 1, 2) and is_promotable(0, 1, 100)
-
-
-@pytest.mark.parametrize(
     ("levels", "previous", "step", "expected"),
     [
         ([1, 3, 9, 27], 0, 0, []),
@@ -249,18 +225,11 @@ def test_hyperband_brackets_rejects(name: str, args: tuple, message: str) -> Non
         (lambda: successive_halving_plan(1, 3, None), r"`max_resource` is None"),
         (lambda: next_rung_level(-1, 1, 3), r"`step` is -1"),
         (lambda: next_rung_level(0, 0, 3), r"`min_resource` is 0"),
-        (lambda: promotion_quota(0, 3), r"`n` is 0, but must be `n >= 1`"),
-        (lambda: promotion_quota(3, 1), r"`reduction_factor` is 1"),
-        (lambda: promotion_quota(3.0, 3), r"`n` is 3.0"),
-        (lambda: is_promotable(-1, 3, 3), r"`n_better` is -1"),
-        (lambda: is_promotable(3, 3, 3), r"`n_better` is 3, but must be `n_better < n`"),
-        (lambda: is_promotable(0, 0, 3), r"`n` is 0"),
         (lambda: bracket_min_resource(1, 3, -1), r"`bracket` is -1"),
         (lambda: bracket_of("s", 0, []), r"`budgets` is \[\]"),
         (lambda: bracket_of("s", 0, [0, 0]), r"`budgets` is \[0, 0\]"),
     ],
-    ids=["up_to-neg", "up_to-float", "plan-none", "step-neg", "next-min", "quota-n0",
-         "quota-eta1", "quota-float", "better-neg", "better-n", "promotable-n0", "bracket-neg",
+    ids=["up_to-neg", "up_to-float", "plan-none", "step-neg", "next-min", "bracket-neg",
          "budgets-empty", "budgets-zero"],
 )
 def test_other_invalid_arguments(call: Callable[[], object], message: str) -> None:

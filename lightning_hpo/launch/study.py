@@ -33,11 +33,11 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo._optuna import storage_of, trial_id_of
+from lightning_hpo._optuna import claim_waiting_trial, storage_of, trial_id_of
 from lightning_hpo.config import Config
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import ATTR, CONFIG_ATTR
-from lightning_hpo.storage import mask
+from lightning_hpo.storage import StorageSpec
 
 __all__ = [
     "build_pruner",
@@ -46,6 +46,7 @@ __all__ = [
     "end_trial",
     "fail_stale_trials",
     "open_study",
+    "stored_config",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -91,12 +92,41 @@ def open_study(
     with _setup_lock(cfg, storage):
         study, created = _create_or_load(cfg, storage, sampler, pruner)
         if created:
-            public = dict(cfg.raw, storage=mask(cfg.storage))
-            study.set_user_attr(CONFIG_ATTR, json.dumps(public, default=str))
+            study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
             for params in cfg.initial:
                 study.enqueue_trial(params)
         _top_up(study, cfg)
     return study, created
+
+
+def stored_config(cfg: Config) -> dict[str, Any]:
+    """What the study keeps of its config (:data:`~lightning_hpo.schema.CONFIG_ATTR`).
+
+    The config as the user wrote it (after ``--set`` overrides), its storage masked, with the
+    resolved values filled in so that readers need no defaults: ``metric``, ``direction`` and
+    ``trainer.max_epochs``. (The pruner's resolved settings are the study's
+    :data:`~lightning_hpo.schema.PRUNER_ATTR`, written by the pruner.)
+
+    Example::
+
+        >>> from lightning_hpo.config import parse_config
+        >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"},
+        ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        ...                     "pruner": {"name": "asha", "max_resource": 9},
+        ...                     "stop": {"n_trials": 20},
+        ...                     "storage": "postgresql://hpo:secret@db/studies"})
+        >>> stored = stored_config(cfg)
+        >>> stored["storage"], stored["metric"], stored["direction"], stored["trainer"]
+        ('postgresql://hpo:***@db/studies', 'validation_error', 'minimize', {'max_epochs': 9})
+    """
+    trainer = cfg.raw.get("trainer")
+    return {
+        **cfg.raw,
+        "storage": StorageSpec(cfg.storage).masked,
+        "metric": cfg.metric,
+        "direction": cfg.direction,
+        "trainer": {**(trainer if isinstance(trainer, dict) else {}), "max_epochs": cfg.max_epochs},
+    }
 
 
 def _load(
@@ -178,13 +208,14 @@ def _setup_lock(cfg: Config, storage: optuna.storages.BaseStorage) -> Iterator[N
     of the storage's own engine (every machine on the database sees it). SQLite and journal
     files: a file lock beside the file (one machine). Other storages: no lock.
     """
-    if cfg.storage.startswith("sqlite:///"):
-        with _file_lock(Path(cfg.storage.removeprefix("sqlite:///") + ".setup-lock")):
+    spec = StorageSpec(cfg.storage)
+    lock_path = spec.lock_path("setup")
+    if lock_path is not None:  # a journal file or an SQLite database
+        with _file_lock(lock_path):
             yield
         return
-    if "://" not in cfg.storage:  # a journal file path
-        with _file_lock(Path(cfg.storage + ".setup-lock")):
-            yield
+    if spec.kind != "server":
+        yield
         return
     engine = getattr(storage, "engine", None)
     dialect = engine.dialect.name if engine is not None else ""
@@ -209,11 +240,12 @@ def _setup_lock(cfg: Config, storage: optuna.storages.BaseStorage) -> Iterator[N
             conn.commit()
 
 
-def _claim_lock(storage_spec: str) -> contextlib.AbstractContextManager[None]:
+def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[None]:
     """Serialise claims on one SQLite database (its reads take no lock); no-op elsewhere."""
-    if not storage_spec.startswith("sqlite:///"):
+    lock_path = spec.lock_path("claim")
+    if spec.kind != "sqlite" or lock_path is None:
         return contextlib.nullcontext()
-    return _file_lock(Path(storage_spec.removeprefix("sqlite:///") + ".claim-lock"))
+    return _file_lock(lock_path)
 
 
 def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
@@ -223,15 +255,8 @@ def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
     """
     if cfg.stop.n_trials is None:
         return study.ask()
-    storage = storage_of(study)
-    with _claim_lock(cfg.storage):
-        for ticket in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-            try:
-                if storage.set_trial_state_values(trial_id_of(ticket), state=TrialState.RUNNING):
-                    return optuna.Trial(study, trial_id_of(ticket))
-            except optuna.exceptions.UpdateFinishedTrialError:
-                continue
-    return None
+    with _claim_lock(StorageSpec(cfg.storage)):
+        return claim_waiting_trial(study)
 
 
 def end_trial(
