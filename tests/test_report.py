@@ -4,6 +4,7 @@ of the real launcher followed by the report CLI."""
 
 from __future__ import annotations
 
+import ast
 import copy
 import datetime as dt
 import json
@@ -23,10 +24,14 @@ import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 from optuna.trial import TrialState
 
+from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo._rung_store import rung_records
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 from lightning_hpo.report import (
+    RANK_ORDER,
+    Comparison,
+    StudySnapshot,
     compare,
     curves_frame,
     incumbent_frame,
@@ -46,9 +51,8 @@ from lightning_hpo.report import (
     write_report,
 )
 from lightning_hpo.report.__main__ import main
-from lightning_hpo.report.tables import RANK_ORDER
-from lightning_hpo.rungs import rung_levels
-from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR
+from lightning_hpo.rungs import bracket_of, rung_levels, trial_allocation_budgets
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import open_storage
 
 T0 = 1_700_000_000.0  # unix seconds: when the first simulated trial starts
@@ -89,6 +93,7 @@ CONFIG = {
     "metric": "validation_error", "direction": "minimize",
     "space": {"lr": {"loguniform": [0.01, 1.0]}, "activation": {"choice": ["relu", "sigmoid"]}},
     "pruner": {"name": "asha", "min_resource": 1, "max_resource": 9, "reduction_factor": 3},
+    "trainer": {"max_epochs": 9},  # the launcher stores it resolved, as "metric" and "direction"
     "stop": {"n_trials": 10},
 }
 RUNGS = rung_levels(1, 3, 9)
@@ -119,19 +124,21 @@ def make_launcher_study(
     waiting: int = 2,
     running: bool = True,
     epoch_s: float = EPOCH_S,
+    pruner: optuna.pruners.BasePruner | None = None,
 ) -> optuna.Study:
     """A study with exactly what the launcher writes, simulated on ``slots`` slots, in-process.
 
     Each trial goes to the slot that frees first; it spends ``SETUP_S`` then ``epoch_s`` per
     epoch; ``waiting`` queued tickets stay WAITING and, with ``running``, one more trial is
     still RUNNING on slot 0 after 2 epochs (its times are not written yet, as in the launcher).
-    The ASHA pruner of ``CONFIG`` writes its rung records for every trial's reports.
+    The ASHA pruner of ``CONFIG`` (or ``pruner``; ``NopPruner`` for none of ours) writes its
+    settings and its rung records for every trial's reports.
     """
     if isinstance(storage, str):
         storage = open_storage(storage)
     study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
     study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, study=name)))
-    pruner = ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
+    pruner = pruner or ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
     free = [T0 + slot * 0.05 for slot in range(slots)]
     for spec in scenario:
         slot = min(range(slots), key=lambda s: free[s])
@@ -348,6 +355,22 @@ def test_summary_counts_compute_and_best(study: optuna.Study) -> None:
         "when a trial ends)"]
 
 
+def test_tables_of_a_snapshot_are_the_study_read_once(study: optuna.Study) -> None:
+    snap = StudySnapshot.read(study)
+    assert StudySnapshot.of(snap) is snap
+    assert [t.number for t in snap.trials] == list(range(len(SCENARIO) + 1))  # WAITING left out
+    for frame in (trials_frame, curves_frame, incumbent_frame, rungs_frame):
+        pd.testing.assert_frame_equal(frame(snap), frame(study))
+    assert summarize(snap) == summarize(study) and limitations(snap) == limitations(study)
+    # a snapshot reads nothing more: a trial added since shows in the study's tables only
+    study.add_trial(optuna.trial.create_trial(
+        state=TrialState.COMPLETE, value=0.001, params={"lr": 0.1, "activation": "relu"},
+        distributions=DISTRIBUTIONS, intermediate_values={1: 0.001}))
+    assert len(trials_frame(study)) == len(trials_frame(snap)) + 1
+    assert summarize(study)["best_value"] == pytest.approx(0.001)
+    assert summarize(snap)["best_value"] == pytest.approx(0.04)
+
+
 @pytest.mark.parametrize(
     ("device", "factor"),
     [pytest.param("cpu:0", 1, id="one-device"), pytest.param("cuda:0,1", 2, id="ddp-two"),
@@ -368,34 +391,88 @@ def test_device_seconds_count_every_device_of_a_trial(
 def test_study_info_reads_the_stored_config(study: optuna.Study) -> None:
     info = study_info(study)
     assert info.metric == "validation_error" and info.direction == "minimize"
+    assert info.max_epochs == 9
     assert info.pruner == "asha" and list(info.rungs) == RUNGS == [1, 3, 9]
+    assert info.brackets == ((1, 3, 9),) and info.budgets == ()
     assert info.from_launcher
 
 
+def store_pruner_settings(study: optuna.Study, settings: dict[str, Any]) -> None:
+    """Write ``PRUNER_ATTR`` as our pruners do, for a study made without them."""
+    storage_of(study).set_study_system_attr(study_id_of(study), PRUNER_ATTR, settings)
+
+
+def stored_pruner_settings(study: optuna.Study) -> Any:
+    return storage_of(study).get_study_system_attrs(study_id_of(study)).get(PRUNER_ATTR)
+
+
+ASHA_UNBOUNDED = {"name": "asha", "min_resource": 1, "reduction_factor": 3, "max_resource": None,
+                  "brackets": None, "budgets": []}
+
+
 @pytest.mark.parametrize(
-    ("pruner", "trainer", "expected", "title"),
+    ("settings", "max_epochs", "expected", "title"),
     [
-        pytest.param({"name": "asha", "max_resource": 9}, {}, (1, 3, 9), "asha, rungs 1, 3, 9",
-                     id="asha"),
+        pytest.param({"name": "asha", "min_resource": 1, "reduction_factor": 3,
+                      "max_resource": 9, "brackets": [[1, 3, 9]], "budgets": []},
+                     9, ((1, 3, 9),), "asha, rungs 1, 3, 9", id="asha"),
         pytest.param({"name": "hyperband", "min_resource": 2, "reduction_factor": 2,
-                      "max_resource": 10}, {}, (2, 4, 8, 10), "hyperband, 3 brackets",
+                      "max_resource": 10, "brackets": [[2, 4, 8, 10], [4, 8, 10], [8, 10]],
+                      "budgets": trial_allocation_budgets(2, 10, 2)},
+                     10, ((2, 4, 8, 10), (4, 8, 10), (8, 10)), "hyperband, 3 brackets",
                      id="hyperband-max-not-a-power"),
-        pytest.param({"name": "asha"}, {"max_epochs": 27}, (1, 3, 9, 27), "rungs 1, 3, 9, 27",
-                     id="asha-max-from-trainer"),
-        pytest.param("none", {"max_epochs": 9}, (), "no pruner", id="no-pruner"),
+        pytest.param(ASHA_UNBOUNDED, 27, ((1, 3, 9, 27),), "asha, rungs 1, 3, 9, 27",
+                     id="asha-unbounded-up-to-max-epochs"),
+        pytest.param(ASHA_UNBOUNDED, 10, ((1, 3, 9),), "asha, rungs 1, 3, 9",
+                     id="asha-unbounded-max-epochs-not-a-rung"),
+        pytest.param(ASHA_UNBOUNDED, None, (), "rung levels unknown",
+                     id="asha-unbounded-max-epochs-unknown"),
     ],
 )
-def test_rungs_come_from_the_pruner_settings(
-    tmp_path: Path, pruner: object, trainer: dict, expected: tuple[int, ...], title: str
+def test_rungs_come_from_what_the_pruner_stored(
+    tmp_path: Path, settings: dict[str, Any], max_epochs: int | None,
+    expected: tuple[tuple[int, ...], ...], title: str,
 ) -> None:
-    study = make_launcher_study(str(tmp_path / "r.journal"), running=False)
-    config = {k: v for k, v in CONFIG.items() if k != "pruner"}
-    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(config, pruner=pruner, trainer=trainer)))
+    # the study's trials were not run with our pruner and its config names ASHA with rungs
+    # 1, 3, 9: what the pruner stored is all that counts
+    study = make_launcher_study(str(tmp_path / "r.journal"), running=False,
+                                pruner=optuna.pruners.NopPruner())
+    assert stored_pruner_settings(study) is None
+    trainer = {} if max_epochs is None else {"max_epochs": max_epochs}
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, trainer=trainer)))
+    store_pruner_settings(study, settings)
     info = study_info(study)
-    assert info.rungs == expected
+    assert info.pruner == settings["name"] and info.max_epochs == max_epochs
+    assert info.brackets == expected and info.rungs == (expected[0] if expected else ())
+    assert info.budgets == tuple(settings["budgets"])
+    if settings["budgets"]:  # each trial in the bracket the pruner would give it
+        assert trials_frame(study)["bracket"].tolist() == [
+            bracket_of("demo", n, settings["budgets"]) for n in range(len(SCENARIO))]
     fig = plot_rungs(curves_frame(study), info)
-    assert len(_gids(fig, "rung-")) == len(expected)
+    assert len(_gids(fig, "rung-")) == len(expected[0] if expected else ())
     assert title in fig.get_suptitle()
+
+
+@pytest.mark.parametrize(
+    ("pruner", "expected", "title", "note"),
+    [
+        pytest.param(CONFIG["pruner"], None, "rung levels unknown",
+                     "rung levels: no pruner settings in the study", id="config-says-asha"),
+        pytest.param("none", "none", "no pruner", "rung levels: no pruner", id="config-says-none"),
+    ],
+)
+def test_without_stored_pruner_settings_no_rungs_are_known(
+    tmp_path: Path, pruner: object, expected: str | None, title: str, note: str
+) -> None:
+    # the config is not read for rungs: it may name a pruner that never decided anything
+    study = make_launcher_study(str(tmp_path / "r.journal"), running=False,
+                                pruner=optuna.pruners.NopPruner())
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, pruner=pruner)))
+    info = study_info(study)
+    assert info.pruner == expected and info.rungs == () and info.brackets == ()
+    assert trials_frame(study)["bracket"].isna().all() and rungs_frame(study).empty
+    assert any(n.startswith(note) for n in limitations(study)), limitations(study)
+    assert title in plot_rungs(curves_frame(study), info).get_suptitle()
 
 
 # ------------------------------------------------------------------------------------------
@@ -473,8 +550,9 @@ def test_table_ranks_by_best_value_not_by_rung_reached(
     assert [int(t) for r, t in ranks if r.strip()] == [3, 2, 0, 1]
 
 
-HB_CONFIG = dict(CONFIG, study="hb", pruner={
-    "name": "hyperband", "min_resource": 1, "max_resource": 9, "reduction_factor": 3})
+#: A config that names no pruner (as a callback-only study has no config at all): the rungs
+#: must come from what the pruner stored.
+HB_CONFIG = {k: v for k, v in CONFIG.items() if k != "pruner"} | {"study": "hb"}
 
 
 def make_hyperband_study(storage: str, n_trials: int = 40) -> optuna.Study:
@@ -517,7 +595,12 @@ def test_hyperband_rungs_are_the_records_of_each_trials_own_bracket(tmp_path: Pa
     study = make_hyperband_study(str(tmp_path / "hb.journal"))
     pruner = HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3)
     info = study_info(study)
-    assert info.brackets == ((1, 3, 9), (3, 9), (9,))
+    stored = stored_pruner_settings(study)  # written by the pruner at its first decision
+    assert stored["name"] == info.pruner == "hyperband"
+    assert info.brackets == tuple(map(tuple, stored["brackets"])) == tuple(
+        tuple(pruner.bracket_levels(b)) for b in range(pruner.n_brackets)) == (
+        (1, 3, 9), (3, 9), (9,))
+    assert info.budgets == tuple(stored["budgets"]) == tuple(pruner.trial_allocation_budgets)
     trials = trials_frame(study).set_index("trial")
     brackets = {t.number: pruner.bracket_of("hb", t.number) for t in study.trials}
     assert len(set(brackets.values())) == 3  # the scenario fills every bracket
@@ -708,7 +791,11 @@ def test_compare_time_and_epochs_to_reach_the_other_best(tmp_path: Path) -> None
     assert row["target_best"] == pytest.approx(0.04) and first["trial"] == 3
     assert row["time_s"] == pytest.approx(first["elapsed_s"])
     assert row["epochs"] == row["target_epochs"] == first["epochs_spent"]
-    paths = write_compare([fast, slow], tmp_path / "cmp")
+    comparison = Comparison.of([fast, slow])  # read once: the table, the files, the plot
+    pd.testing.assert_frame_equal(comparison.pairs, pairs)
+    assert list(comparison.snapshots) == ["fast", "slow"]
+    assert list(Comparison.of([fast, fast]).snapshots) == ["fast", "fast (2)"]
+    paths = write_compare(comparison, tmp_path / "cmp")
     assert len(pd.read_csv(paths["compare.csv"])) == 2
     long = pd.read_csv(paths["incumbents.csv"])
     assert sorted(set(long["study"])) == ["fast", "slow"]
@@ -737,6 +824,22 @@ def test_compare_cli_takes_names_and_name_at_storage(
     assert len(pd.read_csv(out / "compare.csv")) == 6
     assert "Time and compute to reach" in stdout and "four" in stdout
     assert load_ref(f"four@{other}").study_name == "four"
+
+
+def test_a_comparison_needs_two_studies_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = str(tmp_path / "one.journal")
+    only = make_launcher_study(spec, "only", running=False)
+    for call in (compare, Comparison.of, lambda s: write_compare(s, tmp_path / "cmp")):
+        with pytest.raises(ConfigError, match="needs at least 2 studies, got 1") as caught:
+            call([only])
+        assert caught.value.field == "compare"
+    with pytest.raises(ConfigError, match="got 0"):
+        compare({})
+    assert main(["--storage", spec, "--compare", "only"]) == 2
+    assert capsys.readouterr().err == "error: compare: needs at least 2 studies, got 1\n"
+    assert not (tmp_path / "cmp").exists()
 
 
 @pytest.mark.parametrize(
@@ -795,11 +898,66 @@ def test_load_takes_the_only_study_and_names_fields(tmp_path: Path) -> None:
     assert caught.value.field == "storage"
 
 
-def test_report_does_not_import_torch() -> None:
-    code = "import lightning_hpo.report.__main__, sys; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         timeout=60)
-    assert out.stdout.strip() == "False"
+REPORT_DIR = Path(__file__).resolve().parents[1] / "lightning_hpo" / "report"
+#: What the report may import of the package: the storage side only.
+STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo._rung_store", "lightning_hpo.errors",
+                "lightning_hpo.rungs", "lightning_hpo.schema", "lightning_hpo.storage"}
+
+
+def _package_imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name) for every import of lightning_hpo in a file, function bodies included;
+    name is None for ``import module``. Relative imports resolve inside the report."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names
+                      if alias.name.split(".")[0] == "lightning_hpo"]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                module = "lightning_hpo.report" + (f".{module}" if module else "")
+            if module.split(".")[0] == "lightning_hpo":
+                found += [(module, alias.name) for alias in node.names]
+    return found
+
+
+def test_report_imports_only_the_storage_side_and_no_private_name() -> None:
+    files = sorted(REPORT_DIR.glob("*.py"))
+    assert {"__init__.py", "__main__.py", "plots.py", "snapshot.py", "tables.py"} <= {
+        f.name for f in files}
+    wrong, private = [], []
+    for path in files:
+        imports = _package_imports(path)
+        assert imports, path  # every module of the report builds on the package
+        for module, name in imports:
+            if module not in STORAGE_SIDE and not module.startswith("lightning_hpo.report"):
+                wrong.append(f"{path.name}: {module}")
+            public_module = not module.rpartition(".")[2].startswith("_") or module.endswith(
+                "__main__")
+            if name is not None and name.startswith("_") and public_module:
+                private.append(f"{path.name}: {module}.{name}")
+    assert not wrong, wrong
+    assert not private, private
+
+
+def test_report_loads_no_launcher_pruner_config_or_torch(journal: str, tmp_path: Path) -> None:
+    # the whole CLI path, imports inside functions included, on a study of our pruner
+    code = (
+        "import sys\n"
+        "from lightning_hpo.report.__main__ import main\n"
+        f"assert main(['--storage', {journal!r}, '--out', {str(tmp_path / 'rep')!r}]) == 0\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('lightning_hpo', "
+        "'torch')))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = set(out.stdout.split("\n")[-2].split())
+    assert "lightning_hpo.report.tables" in loaded and "lightning_hpo._rung_store" in loaded
+    assert not {m for m in loaded if m.startswith(("lightning_hpo.config",
+                                                   "lightning_hpo.launch",
+                                                   "lightning_hpo.pruners", "torch"))}, loaded
+    assert (tmp_path / "rep" / "rungs.png").exists()
 
 
 def test_help_shows_an_example() -> None:

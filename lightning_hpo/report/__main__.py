@@ -126,25 +126,23 @@ def _safe(label: str) -> str:
 def _report(args: argparse.Namespace, console: Console) -> None:
     import pandas as pd
 
-    from lightning_hpo.report import _write_report
-    from lightning_hpo.report.tables import (
+    from lightning_hpo.report import (
         RANK_ORDER,
         STATES,
-        _limitations,
-        _snapshot,
-        _summarize,
-        _trials_frame,
+        StudySnapshot,
+        limitations,
         load,
+        summarize,
+        trials_frame,
+        write_report,
     )
 
     if args.storage is None:
         raise ConfigError("storage", "is required: --storage URL (or a journal file path)")
-    study = load(args.storage, args.study)
-    snap = _snapshot(study)
-    out = args.out or Path("reports") / _safe(study.study_name)
-    paths = _write_report(snap, out)
-    info, summary = snap.info, _summarize(snap)
-    trials = _trials_frame(snap)
+    snap = StudySnapshot.read(load(args.storage, args.study))
+    out = args.out or Path("reports") / _safe(snap.info.name)
+    paths = write_report(snap, out)
+    info, summary, trials = snap.info, summarize(snap), trials_frame(snap)
     pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} epochs"
                if info.rungs else "")
     console.print(f"Study '{info.name}' on {mask(args.storage)}: {info.direction} "
@@ -192,34 +190,30 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     console.print(f"Compute: {summary['epochs']} epochs, {device_s:.1f} device-s "
                   f"({device_s / 3600:.3g} device-h){slots} in "
                   f"{_duration(summary['wall_clock_s'])} wall-clock{running}")
-    notes = _limitations(snap)
+    notes = limitations(snap)
     if notes:
         console.print(f"note: not drawn or estimated: {'; '.join(notes)}")
     console.print(f"Wrote {out}/: {', '.join(paths)}")
 
 
 def _compare(args: argparse.Namespace, console: Console) -> None:
-    from lightning_hpo.report import _write_compare
-    from lightning_hpo.report.tables import _labels, _snapshot, _summarize, load_ref
+    from lightning_hpo.report import Comparison, load_ref, summarize, write_compare
 
     if args.study is not None:
         raise ConfigError("study", "cannot be combined with --compare (list the studies there)")
-    if len(args.compare) < 2:
-        raise ConfigError("compare", f"needs at least 2 studies, got {len(args.compare)}")
-    studies = [load_ref(ref, args.storage) for ref in args.compare]
-    labelled = _labels(studies)
-    snaps = {label: _snapshot(study) for label, study in labelled.items()}
+    comparison = Comparison.of([load_ref(ref, args.storage) for ref in args.compare])
+    snaps = comparison.snapshots
     metrics = {s.info.metric for s in snaps.values()}
-    labels = list(snaps)
-    out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(labels))
-    pairs, paths = _write_compare(snaps, out)
-    info = next(iter(snaps.values())).info
+    out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(snaps))
+    paths = write_compare(comparison, out)
+    pairs = comparison.pairs
+    info = comparison.info
     overview = Table(title=f"Studies compared ({info.direction} {info.metric}; best: reported "
                      "at any epoch of any trial)", header_style="bold", title_justify="left")
     for column in ("study", "trials", "best", "wall-clock", "epochs", "device-s"):
         overview.add_column(column, justify="left" if column == "study" else "right")
     for label, snap in snaps.items():
-        summary = _summarize(snap)
+        summary = summarize(snap)
         overview.add_row(label, str(len(snap.trials)), _fmt(summary["best_value"]),
                          _duration(summary["wall_clock_s"]), str(summary["epochs"]),
                          f"{summary['device_seconds']:.1f}")

@@ -1,16 +1,16 @@
 """The report's pictures, drawn from the frames of :mod:`lightning_hpo.report.tables`.
 
-Each function takes DataFrames (and the study's :class:`~lightning_hpo.report.tables.StudyInfo`)
+Each function takes DataFrames (and the study's :class:`~lightning_hpo.report.StudyInfo`)
 and returns a :class:`matplotlib.figure.Figure` on the Agg canvas: no display, no pyplot state.
 Every trial drawn is one artist whose ``gid`` names it (``trial-7``), and marker groups carry a
 ``gid`` too (``promoted``, ``stopped``...), so what was drawn can be counted from the figure.
 
 Example::
 
-    from lightning_hpo.report import load, study_info, curves_frame, plot_learning_curves
+    from lightning_hpo.report import StudySnapshot, load, curves_frame, plot_learning_curves
 
-    study = load("runs/quickstart.journal")
-    fig = plot_learning_curves(curves_frame(study), study_info(study))
+    snap = StudySnapshot.read(load("runs/quickstart.journal"))
+    fig = plot_learning_curves(curves_frame(snap), snap.info)
     fig.savefig("curves.png")
 """
 
@@ -37,7 +37,7 @@ from matplotlib.ticker import (
 )
 from matplotlib.transforms import blended_transform_factory
 
-from lightning_hpo.report.tables import StudyInfo
+from lightning_hpo.report.info import StudyInfo
 
 __all__ = [
     "STATE_COLORS",
@@ -226,7 +226,20 @@ def plot_learning_curves(
 
     Example::
 
-        >>> plot_learning_curves(curves_frame(study), study_info(study))  # doctest: +SKIP
+        >>> import optuna
+        >>> from lightning_hpo.report import StudySnapshot, curves_frame
+        >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+        >>> def objective(trial):
+        ...     lr = trial.suggest_float("lr", 0.01, 1.0, log=True)
+        ...     for epoch in range(1, 4):
+        ...         trial.report(lr / epoch, step=epoch)
+        ...     return lr / 3
+        >>> study = optuna.create_study()
+        >>> study.optimize(objective, n_trials=3)
+        >>> snap = StudySnapshot.read(study)
+        >>> fig = plot_learning_curves(curves_frame(snap), snap.info)
+        >>> sorted(line.get_gid() for line in fig.axes[0].lines)
+        ['trial-0', 'trial-1', 'trial-2']
     """
     fig = _figure()
     ax = fig.add_subplot()
@@ -572,7 +585,8 @@ def plot_compare(incumbents: pd.DataFrame, info: StudyInfo) -> Figure:
 
     Args:
         incumbents: the long frame of :func:`~lightning_hpo.report.incumbent_frame` rows with
-            a ``study`` column (as :func:`~lightning_hpo.report.write_compare` builds it).
+            a ``study`` column (:attr:`Comparison.incumbents
+            <lightning_hpo.report.Comparison.incumbents>`).
         info: any of the studies' info (for the metric name and direction).
 
     Returns:
@@ -581,8 +595,8 @@ def plot_compare(incumbents: pd.DataFrame, info: StudyInfo) -> Figure:
 
     Example::
 
-        >>> long = pd.concat([incumbent_frame(s).assign(study=s.study_name) for s in studies])
-        >>> plot_compare(long, study_info(studies[0]))  # doctest: +SKIP
+        >>> comparison = Comparison.of([asha, rs])  # doctest: +SKIP
+        >>> plot_compare(comparison.incumbents, comparison.info)  # doctest: +SKIP
     """
     fig = _figure(width=12.0, height=5.4)
     by_time, by_epochs = fig.subplots(1, 2, sharey=True)

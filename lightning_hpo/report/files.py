@@ -1,0 +1,146 @@
+"""Writing the report's files: CSV tables and PNG plots of a study, or of a comparison.
+
+Both writers take what they report on already read or not (a study or its
+:class:`~lightning_hpo.report.StudySnapshot`; studies or a
+:class:`~lightning_hpo.report.Comparison`), create the output folder when it is missing, and
+turn a folder that cannot be written into :class:`~lightning_hpo.errors.ConfigError` ``out``.
+
+Example::
+
+    >>> study = load("runs/quickstart.journal")  # doctest: +SKIP
+    >>> paths = write_report(study, "reports/quickstart")  # doctest: +SKIP
+    >>> sorted(paths)  # doctest: +SKIP
+    ['curves.csv', 'incumbent.csv', 'incumbent.png', 'learning_curves.png', 'rungs.csv',
+     'rungs.png', 'timeline.png', 'trials.csv']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.report.comparison import Comparison, Studies
+from lightning_hpo.report.plots import (
+    plot_compare,
+    plot_incumbent,
+    plot_learning_curves,
+    plot_rungs,
+    plot_timeline,
+)
+from lightning_hpo.report.snapshot import Source, StudySnapshot
+from lightning_hpo.report.tables import curves_frame, incumbent_frame, rungs_frame, trials_frame
+
+__all__ = ["write_compare", "write_report"]
+
+
+def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
+    """Write a study's CSV tables and PNG plots into ``out_dir`` (created if missing).
+
+    Files: ``trials.csv`` (:func:`~lightning_hpo.report.trials_frame`), ``curves.csv``
+    (:func:`~lightning_hpo.report.curves_frame`), ``incumbent.csv``
+    (:func:`~lightning_hpo.report.incumbent_frame`), ``rungs.csv``
+    (:func:`~lightning_hpo.report.rungs_frame`, for a study with our pruner), and the plots
+    ``incumbent.png``, ``learning_curves.png``, ``rungs.png`` (one panel per bracket) and
+    ``timeline.png`` where the study has what they need (see
+    :func:`~lightning_hpo.report.limitations`).
+
+    Args:
+        source: the study, or its snapshot.
+        out_dir: the folder to write into.
+
+    Returns:
+        File name -> path, for the files written.
+
+    Raises:
+        ConfigError: ``study`` when no trial has started; ``out`` when the folder cannot be
+            written.
+
+    Example::
+
+        >>> study = load("runs/quickstart.journal")  # doctest: +SKIP
+        >>> paths = write_report(study, "reports/quickstart")  # doctest: +SKIP
+        >>> sorted(paths)  # doctest: +SKIP
+        ['curves.csv', 'incumbent.csv', 'incumbent.png', 'learning_curves.png', 'rungs.csv',
+         'rungs.png', 'timeline.png', 'trials.csv']
+    """
+    snap = StudySnapshot.of(source)
+    snap.require_trials()
+    out = _out_dir(out_dir)
+    info = snap.info
+    trials, curves, inc = trials_frame(snap), curves_frame(snap), incumbent_frame(snap)
+    rungs = rungs_frame(snap) if info.brackets else None
+    tables = {"trials.csv": trials, "curves.csv": curves, "incumbent.csv": inc}
+    if rungs is not None:
+        tables["rungs.csv"] = rungs
+    figures: dict[str, Figure] = {}
+    improved = inc[inc["improved"]]
+    if not improved.empty:
+        figures["incumbent.png"] = plot_incumbent(
+            inc, info, until_s=float(trials["end_s"].max(skipna=True))
+        )
+    if not curves.empty:
+        best = None if improved.empty else int(improved["best_trial"].iloc[-1])
+        figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best)
+        figures["rungs.png"] = plot_rungs(curves, info, rungs)
+    if trials["slot"].notna().any():
+        figures["timeline.png"] = plot_timeline(trials, info, curves)
+    paths: dict[str, Path] = {}
+    try:
+        for name, frame in tables.items():
+            paths[name] = out / name
+            frame.to_csv(paths[name], index=False)
+        for name, fig in figures.items():
+            paths[name] = out / name
+            fig.savefig(paths[name])
+    except OSError as error:
+        raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
+    return paths
+
+
+def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[str, Path]:
+    """Write ``compare.csv`` (:func:`~lightning_hpo.report.compare`), ``incumbents.csv`` (every
+    study's incumbent rows with a ``study`` column) and ``compare.png``
+    (:func:`~lightning_hpo.report.plot_compare`).
+
+    Args:
+        studies: the studies or their snapshots (a sequence, or label -> study), or a
+            :class:`~lightning_hpo.report.Comparison`.
+        out_dir: the folder to write into (created if missing).
+
+    Returns:
+        File name -> path, for the files written.
+
+    Raises:
+        ConfigError: as :func:`~lightning_hpo.report.compare`; ``study`` when one has no started
+            trial; ``out`` when the folder cannot be written.
+
+    Example::
+
+        >>> studies = [load("runs/asha.journal"), load("runs/rs.journal")]  # doctest: +SKIP
+        >>> write_compare(studies, "reports/asha-vs-rs")  # doctest: +SKIP
+    """
+    comparison = Comparison.of(studies)
+    for snap in comparison.snapshots.values():
+        snap.require_trials()
+    pairs, long = comparison.pairs, comparison.incumbents
+    out = _out_dir(out_dir)
+    paths = {"compare.csv": out / "compare.csv", "incumbents.csv": out / "incumbents.csv",
+             "compare.png": out / "compare.png"}
+    try:
+        pairs.to_csv(paths["compare.csv"], index=False)
+        long.to_csv(paths["incumbents.csv"], index=False)
+        plot_compare(long, comparison.info).savefig(paths["compare.png"])
+    except OSError as error:
+        raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
+    return paths
+
+
+def _out_dir(out_dir: str | Path) -> Path:
+    path = Path(out_dir)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError("out", f"cannot create {path}: {error.strerror or error}") from None
+    return path

@@ -1,0 +1,189 @@
+"""What a study is, beyond its trials: metric, direction, the pruner's rungs and brackets.
+
+Everything comes from what the study itself stores (:mod:`lightning_hpo.schema`), with no
+defaults of the launcher's: the metric and ``trainer.max_epochs`` from the launcher's config
+(:data:`~lightning_hpo.schema.CONFIG_ATTR`, where the launcher fills in the resolved values),
+the rung ladders and Hyperband's bracket budgets from what our pruners write the first time
+they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`). A study without the
+latter (a plain Optuna study, or one whose trials never reached a rung yet) has no known rungs.
+
+Example::
+
+    >>> info = StudyInfo("demo", "minimize", pruner="asha", rungs=(1, 3, 9),
+    ...                  brackets=((1, 3, 9),))
+    >>> info.better(0.1, 0.2), info.bracket_of(7)
+    (True, 0)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import optuna
+
+from lightning_hpo._optuna import storage_of, study_id_of
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.rungs import bracket_of, rung_levels
+from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR
+
+__all__ = ["StudyInfo", "study_info"]
+
+_logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StudyInfo:
+    """What the report needs to know about a study beyond its trials.
+
+    Attributes:
+        name: the study name.
+        direction: ``"minimize"`` or ``"maximize"``.
+        metric: the metric name from the launcher config, else ``"value"``.
+        pruner: ``"asha"`` or ``"hyperband"`` (as the pruner stored itself), ``"none"`` (the
+            launcher config says so), or ``None`` when unknown.
+        rungs: rung levels in epochs (empty when there is no pruner or it is unknown); for
+            Hyperband, those of bracket 0 (the most aggressive).
+        max_epochs: epochs a trial may train (``None`` when unknown).
+        config: the launcher config (storage masked), ``{}`` for a plain Optuna study.
+        brackets: rung levels of each bracket, bracket 0 first: ``(rungs,)`` for ASHA, one
+            ladder per Hyperband bracket, ``()`` without a pruner.
+        budgets: Hyperband's per-bracket trial allocation (what assigns a trial to a bracket);
+            ``()`` for other pruners.
+
+    Example::
+
+        >>> StudyInfo("demo", "maximize").better(0.9, 0.8)
+        True
+    """
+
+    name: str
+    direction: Literal["minimize", "maximize"]
+    metric: str = "value"
+    pruner: str | None = None
+    rungs: tuple[int, ...] = ()
+    max_epochs: int | None = None
+    config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    brackets: tuple[tuple[int, ...], ...] = ()
+    budgets: tuple[int, ...] = ()
+
+    @property
+    def from_launcher(self) -> bool:
+        """Whether the launcher created the study (its config is stored with it)."""
+        return bool(self.config)
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether value ``a`` is at least as good as ``b`` in this study's direction."""
+        return a <= b if self.direction == "minimize" else a >= b
+
+    def bracket_of(self, trial_number: int) -> int | None:
+        """The pruner's bracket for a trial that has not stored one (``None`` without pruner).
+
+        Hyperband assigns brackets by a hash of the study name and trial number, so the report
+        finds the bracket of a trial that stopped before its first rung (where the pruner
+        stores it) exactly as the pruner would.
+
+        Example::
+
+            >>> StudyInfo("demo", "minimize").bracket_of(3) is None
+            True
+        """
+        if self.budgets:
+            return bracket_of(self.name, trial_number, self.budgets)
+        return 0 if self.brackets else None
+
+
+def study_info(study: optuna.Study) -> StudyInfo:
+    """Metric, direction and rung levels of a study, from what it stores.
+
+    Raises:
+        ConfigError: ``study`` when the study has several objectives.
+
+    Example::
+
+        >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+        >>> info = study_info(optuna.create_study(study_name="plain"))
+        >>> info.name, info.direction, info.metric, info.rungs, info.pruner
+        ('plain', 'minimize', 'value', (), None)
+    """
+    if len(study.directions) != 1:
+        raise ConfigError(
+            "study",
+            f"'{study.study_name}' has {len(study.directions)} objectives; the report reads "
+            "single-objective studies",
+        )
+    minimize = study.direction == optuna.study.StudyDirection.MINIMIZE
+    direction: Literal["minimize", "maximize"] = "minimize" if minimize else "maximize"
+    config = _json_dict(study.user_attrs.get(CONFIG_ATTR))
+    metric = config.get("metric")
+    trainer = config.get("trainer")
+    max_epochs = trainer.get("max_epochs") if isinstance(trainer, Mapping) else None
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+        max_epochs = None
+    stored = storage_of(study).get_study_system_attrs(study_id_of(study)).get(PRUNER_ATTR)
+    ladders = _ladders(stored, max_epochs, study.study_name)
+    if ladders is None:
+        spec = config.get("pruner")
+        name = spec.get("name") if isinstance(spec, Mapping) else spec
+        pruner = "none" if name == "none" else None
+        brackets: tuple[tuple[int, ...], ...] = ()
+        budgets: tuple[int, ...] = ()
+    else:
+        pruner, brackets, budgets = ladders
+    return StudyInfo(
+        study.study_name, direction, metric if isinstance(metric, str) else "value", pruner,
+        brackets[0] if brackets else (), max_epochs, config, brackets=brackets, budgets=budgets,
+    )
+
+
+def _json_dict(text: object) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ladders(
+    stored: object, max_epochs: int | None, study_name: str
+) -> tuple[str, tuple[tuple[int, ...], ...], tuple[int, ...]] | None:
+    """(pruner name, brackets, budgets) from the pruner's stored settings; None when absent.
+
+    ASHA without ``max_resource`` stores ``"brackets": None`` (its ladder has no top): its rungs
+    are then listed up to ``max_epochs`` when that is known, else left unknown.
+    """
+    pruner = _json_dict(stored)
+    name = pruner.get("name")
+    if not pruner or not isinstance(name, str):
+        if stored is not None:
+            _logger.warning("study %s: unreadable %s %r", study_name, PRUNER_ATTR, stored)
+        return None
+    raw, budgets = pruner.get("brackets"), pruner.get("budgets") or []
+    if not isinstance(budgets, list) or not all(_is_int(b) and b >= 0 for b in budgets):
+        _logger.warning("study %s: unreadable bracket budgets %r", study_name, budgets)
+        budgets = []
+    if raw is None:
+        minimum, factor = pruner.get("min_resource"), pruner.get("reduction_factor")
+        if max_epochs is None or not (isinstance(minimum, int) and isinstance(factor, int)):
+            return name, (), ()
+        try:
+            return name, (tuple(rung_levels(minimum, factor, up_to=max_epochs)),), ()
+        except ValueError as error:
+            _logger.warning("study %s: cannot compute rungs: %s", study_name, error)
+            return name, (), ()
+    if not isinstance(raw, list) or not all(
+        isinstance(levels, list) and levels and all(_is_int(x) and x >= 1 for x in levels)
+        for levels in raw
+    ):
+        _logger.warning("study %s: unreadable rung ladders %r", study_name, raw)
+        return name, (), ()
+    brackets = tuple(tuple(levels) for levels in raw)
+    hyperband = len(budgets) == len(brackets) and sum(budgets) > 0
+    return name, brackets, tuple(budgets) if hyperband else ()

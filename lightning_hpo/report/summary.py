@@ -1,0 +1,174 @@
+"""The study in a few numbers and words: counts, the best values, compute spent, and what the
+report cannot draw for it.
+
+Both functions take an Optuna study (read on the spot) or a
+:class:`~lightning_hpo.report.StudySnapshot`.
+
+Example::
+
+    >>> import optuna
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    >>> study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0), n_trials=4)
+    >>> s = summarize(study)
+    >>> s["counts"]["COMPLETE"], s["best_value"] == study.best_value, s["slots"]
+    (4, True, 0)
+    >>> for note in limitations(study):  # what a plain Optuna study lacks
+    ...     print(note)
+    learning curves and rungs: no intermediate values reported
+    worker timeline: no `slot` attrs
+    compute: 4 trial(s) without a `device` attr counted as 1 device
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lightning_hpo.report.info import StudyInfo
+from lightning_hpo.report.snapshot import STATES, Source, StudySnapshot, TrialRecord
+from lightning_hpo.schema import ATTR
+
+__all__ = ["limitations", "summarize"]
+
+
+def summarize(source: Source) -> dict[str, Any]:
+    """Counts by state, the best value observed, the best COMPLETE trial and the compute spent.
+
+    The headline best is the best value any trial reported at any epoch, whatever its state
+    (the first of :attr:`StudySnapshot.ranked <lightning_hpo.report.StudySnapshot.ranked>`,
+    as :func:`~lightning_hpo.report.trials_frame` ranks them); the best COMPLETE trial by its
+    final value comes beside it.
+
+    Keys: ``study``, ``metric``, ``direction``, ``n_trials`` (WAITING included), ``counts``
+    (state name -> trials); the best observed: ``best_value``, ``best_trial``, ``best_step``
+    (the epoch it was reported at), ``best_state`` (``COMPLETE``, ``PRUNED``, ``FAIL`` or
+    ``RUNNING``), ``best_stopped_by`` (for PRUNED: ``pruner``, or ``budget`` when the
+    study's budget stopped it), ``best_stop_reason``, ``best_params``;
+    the best COMPLETE trial: ``best_complete_trial``, ``best_complete_value``,
+    ``best_complete_params``, ``best_complete_epochs`` (all ``None``/``{}`` when there is
+    none); ``epochs`` (completed, all trials), ``device_seconds`` (sum of (end - start) x devices
+    over finished trials), ``devices_unknown`` (trials counted as 1 device for want of a
+    ``device`` attr), ``unfinished`` (RUNNING trials, left out of ``device_seconds``),
+    ``wall_clock_s`` (first start to the latest time recorded) and ``slots``.
+
+    Example::
+
+        >>> s = summarize(study)  # doctest: +SKIP
+        >>> s["counts"]["PRUNED"], s["epochs"], round(s["device_seconds"])  # doctest: +SKIP
+        (25, 131, 318)
+        >>> s["best_value"], s["best_trial"], s["best_step"], s["best_state"]  # doctest: +SKIP
+        (0.0278, 12, 3, 'PRUNED')
+    """
+    snap = StudySnapshot.of(source)
+    info = snap.info
+    counts = {state: snap.counts.get(state, 0) for state in STATES}
+    counts.update({k: v for k, v in snap.counts.items() if k not in counts})
+    ranked = snap.ranked
+    best = ranked[0] if ranked else None
+    found = None if best is None else best.best(info)
+    sign = 1.0 if info.direction == "minimize" else -1.0
+    finals = {t.number: t.final_value for t in snap.trials
+              if t.final_value is not None and math.isfinite(t.final_value)}
+    done = None  # the best COMPLETE trial by its final value
+    if finals:
+        number = min(finals, key=lambda n: (sign * finals[n], n))
+        done = next(t for t in snap.trials if t.number == number)
+    ends = [t.busy_until(snap.horizon) for t in snap.trials]
+    t0 = snap.t0
+    slots = {(t.attrs.get(ATTR.HOST), t.attrs.get(ATTR.SLOT))
+             for t in snap.trials if t.attrs.get(ATTR.SLOT) is not None}
+    device_seconds = 0.0
+    for trial in snap.trials:
+        if trial.start is not None and trial.end is not None:
+            device_seconds += (trial.end - trial.start) * trial.devices
+    return {
+        "study": info.name,
+        "metric": info.metric,
+        "direction": info.direction,
+        "n_trials": sum(snap.counts.values()),
+        "counts": counts,
+        "best_trial": None if best is None else best.number,
+        "best_value": None if found is None else found[0],
+        "best_step": None if found is None else found[1],
+        "best_state": None if best is None else best.state,
+        "best_stopped_by": None if best is None else best.stopped_by,
+        "best_stop_reason": None if best is None else best.stop_reason,
+        "best_params": {} if best is None else dict(best.params),
+        "best_complete_trial": None if done is None else done.number,
+        "best_complete_value": None if done is None else done.final_value,
+        "best_complete_params": {} if done is None else dict(done.params),
+        "best_complete_epochs": None if done is None else done.epochs,
+        "epochs": sum(t.epochs for t in snap.trials),
+        "device_seconds": device_seconds,
+        "devices_unknown": sum(1 for t in snap.trials if not t.devices_known),
+        "unfinished": sum(1 for t in snap.trials if t.end is None),
+        "wall_clock_s": None if t0 is None or not any(e is not None for e in ends)
+        else max(e for e in ends if e is not None) - t0,
+        "slots": len(slots),
+    }
+
+
+def limitations(source: Source) -> list[str]:
+    """What the report cannot draw or count for this study, one short phrase each.
+
+    Empty for a study the launcher made and finished; for a plain Optuna study e.g.
+    ``["learning curves over wall-clock: no `epoch_end_times` (drawn against epochs)",
+    "worker timeline: no `slot` attrs", ...]``.
+
+    Example::
+
+        >>> "; ".join(limitations(study))  # doctest: +SKIP
+    """
+    snap = StudySnapshot.of(source)
+    notes = []
+    info, trials = snap.info, snap.trials
+    observed = snap.observations
+    if not any(math.isfinite(o.value) for o in observed):
+        notes.append("incumbent trajectory: no value reported yet")
+    elif not any(o.kind == "final" for o in observed):
+        notes.append("incumbent trajectory: no COMPLETE trial yet (best reported value only)")
+    estimated = sum(1 for o in observed if o.estimated)
+    if estimated:
+        notes.append(f"incumbent trajectory: {estimated} value(s) without an epoch end time "
+                     "placed pro rata over their trial's duration")
+    with_values = [t for t in trials if t.steps]
+    if not with_values:
+        notes.append("learning curves and rungs: no intermediate values reported")
+    else:
+        untimed = [t for t in with_values if any(x is None for x in t.times)]
+        running = [t for t in untimed if t.state == "RUNNING" and t.timing == "launcher"]
+        others = len(untimed) - len(running)
+        if len(untimed) == len(with_values):
+            notes.append("learning curves over wall-clock: no `epoch_end_times` "
+                         "(drawn against epochs)")
+        elif others:
+            notes.append(f"learning curves: {others} trial(s) without `epoch_end_times` "
+                         "left out")
+        if running and len(untimed) < len(with_values):
+            notes.append(f"learning curves: {len(running)} RUNNING trial(s) not drawn yet "
+                         "(the launcher writes epoch times when a trial ends)")
+        if not info.rungs:
+            why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"
+            notes.append(f"rung levels: {why} (final epochs shown)")
+        elif not snap.records and any(_decided(t, info) for t in with_values):
+            notes.append("rungs: the study holds no rung records of the pruner (promotions "
+                         "and prunings not drawn)")
+    slotted = [t for t in trials if isinstance(t.attrs.get(ATTR.SLOT), int)]
+    if not slotted:
+        notes.append("worker timeline: no `slot` attrs")
+    elif len(slotted) < len(trials):
+        notes.append(f"worker timeline: {len(trials) - len(slotted)} trial(s) without `slot` "
+                     "left out")
+    unknown = sum(1 for t in trials if not t.devices_known)
+    if unknown:
+        notes.append(f"compute: {unknown} trial(s) without a `device` attr counted as 1 device")
+    return notes
+
+
+def _decided(trial: TrialRecord, info: StudyInfo) -> bool:
+    """Whether the pruner must have recorded a decision for the trial (it passed a rung)."""
+    if trial.bracket is None or not 0 <= trial.bracket < len(info.brackets):
+        return False
+    levels = info.brackets[trial.bracket]
+    return any(level < levels[-1] and level <= max(trial.steps) for level in levels)
