@@ -17,13 +17,11 @@ import optuna
 from typing_extensions import override
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.schema import ATTR
 
 __all__ = ["PruningCallback"]
 
 _logger = logging.getLogger(__name__)
-
-#: User attribute holding the epoch (1-based) at which a pruned trial stopped.
-PRUNED_AT_EPOCH = "pruned_at_epoch"
 
 
 class PruningCallback(L.Callback):
@@ -31,7 +29,9 @@ class PruningCallback(L.Callback):
 
     Works with any ``Trainer``: one device, several devices with ``strategy="ddp"`` (create the
     study with :func:`lightning_hpo.create_study` so every rank trains the same trial), CPU or
-    GPU. Only global rank 0 writes to the storage.
+    GPU. Only global rank 0 writes to the storage: the reported values, and for a pruned trial
+    the epoch it stopped at in the user attribute ``pruned_at_epoch``
+    (:attr:`lightning_hpo.schema.ATTR.PRUNED_AT_EPOCH`).
 
     Args:
         trial: the trial of the objective (an :class:`optuna.trial.Trial`, or what
@@ -97,7 +97,7 @@ class PruningCallback(L.Callback):
         if should_prune:
             self.pruned_at_epoch = step
             if trainer.is_global_zero:
-                self.trial.set_user_attr(PRUNED_AT_EPOCH, step)
+                self.trial.set_user_attr(ATTR.PRUNED_AT_EPOCH, step)
                 _logger.info("trial %d pruned at epoch %d (%s=%.4g)",
                              self.trial.number, step, self.monitor, value)
         trainer.should_stop = trainer.should_stop or should_prune

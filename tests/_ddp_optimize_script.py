@@ -1,7 +1,8 @@
 """Several ``optimize`` calls under ``strategy="ddp"`` on 2 CPU processes (test_distributed.py).
 
 Usage: ``python tests/_ddp_optimize_script.py STORAGE_KIND OUT_DIR [--raise-in-fit]``,
-STORAGE_KIND one of ``memory``, ``journal``, ``sqlite``. Lightning re-runs this script for rank 1.
+STORAGE_KIND one of ``memory`` (an ``InMemoryStorage`` object), ``journal`` (a journal file path)
+or ``sqlite`` (a URL). Lightning re-runs this script for rank 1.
 
 What it does, on every rank, in order:
 
@@ -44,9 +45,8 @@ def _rank() -> int:
 def _storage(kind: str, out_dir: Path) -> Any:
     if kind == "memory":
         return optuna.storages.InMemoryStorage()
-    if kind == "journal":
-        path = str(out_dir / "study.journal")
-        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(path))
+    if kind == "journal":  # a path, opened by create_study on rank 0 (and its followers)
+        return str(out_dir / "study.journal")
     if kind == "sqlite":
         return f"sqlite:///{out_dir / 'study.db'}"
     raise SystemExit(f"unknown storage kind {kind!r}")

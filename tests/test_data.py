@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,8 +19,6 @@ from lightning_hpo.data import (
     DATAMODULES,
     DigitsDataModule,
     FashionMNISTDataModule,
-    _digits_split,
-    _digits_tensors,
     build_datamodule,
     datamodule_class,
     datamodule_hyperparameters,
@@ -169,23 +170,58 @@ def test_digits_split_is_stratified() -> None:
         assert abs(val[label] - 0.2 * total) <= 1, (label, train[label], val[label])
 
 
-def test_digits_split_is_a_partition() -> None:
-    datamodule = _digits()
-    split = torch.cat([datamodule.train_set.tensors[0], datamodule.val_set.tensors[0]])
-    everything, _ = _digits_tensors()
-    # Same multiset of images: every digit lands in exactly one of the two sets.
-    split_sums, _ = torch.sort(split.flatten(1).sum(dim=1))
-    all_sums, _ = torch.sort(everything.flatten(1).sum(dim=1))
-    torch.testing.assert_close(split_sums, all_sums)
+def _samples(dataset: TensorDataset) -> list[tuple[bytes, int]]:
+    """Each sample's identity: its image's exact bytes, and its label."""
+    images, labels = dataset.tensors
+    pairs = zip(images, labels, strict=True)
+    return [(image.numpy().tobytes(), int(label)) for image, label in pairs]
 
 
-def test_digits_split_same_seed_same_split() -> None:
-    # __wrapped__ bypasses the per-process cache: the split itself is recomputed.
-    first = _digits_split.__wrapped__(0.2, 7)
-    second = _digits_split.__wrapped__(0.2, 7)
-    for a, b in zip(first, second, strict=True):
-        assert torch.equal(a.tensors[0], b.tensors[0])
-        assert torch.equal(a.tensors[1], b.tensors[1])
+@pytest.mark.parametrize("val_fraction", [0.2, 0.5], ids=["default-0.2", "half"])
+def test_digits_split_is_a_partition(val_fraction: float) -> None:
+    """Every one of scikit-learn's 1,797 digits is in exactly one of the two sets.
+
+    A sample is identified by its image's bytes (the 1,797 8x8 digits are all different, and
+    so are their 28x28 versions, as asserted here): no sample is in both sets or twice in one,
+    and together the sets hold as many samples, of each label, as the data.
+    """
+    from sklearn.datasets import load_digits
+
+    datamodule = _digits(val_fraction=val_fraction)
+    train, val = _samples(datamodule.train_set), _samples(datamodule.val_set)
+    assert len(set(train)) == len(train) and len(set(val)) == len(val)  # no repeats
+    assert not set(train) & set(val)  # disjoint
+    digits = load_digits()
+    assert len({image.tobytes() for image in digits.images}) == _NUM_DIGITS  # all different
+    assert len(train) + len(val) == _NUM_DIGITS  # so together they are all the digits
+    assert Counter(label for _, label in train + val) == Counter(digits.target.tolist())
+
+
+_SPLIT_DIGEST = """
+import hashlib, sys
+from lightning_hpo.data import DigitsDataModule
+datamodule = DigitsDataModule(val_fraction=0.2, seed=7)
+datamodule.setup("fit")
+for dataset in (datamodule.train_set, datamodule.val_set):
+    images, labels = dataset.tensors
+    print(hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_digits_split_same_seed_same_split_in_every_process() -> None:
+    """A fresh process (a launcher worker) splits the digits as this one does, sample for sample.
+
+    In one process the split is cached, so only a second process recomputes it.
+    """
+    datamodule = _digits(val_fraction=0.2, seed=7)
+    here = [
+        hashlib.sha256(d.tensors[0].numpy().tobytes() + d.tensors[1].numpy().tobytes()).hexdigest()
+        for d in (datamodule.train_set, datamodule.val_set)
+    ]
+    out = subprocess.run([sys.executable, "-c", _SPLIT_DIGEST], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert out.stdout.split() == here
 
 
 def test_digits_split_different_seed_different_split() -> None:

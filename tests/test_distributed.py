@@ -1,7 +1,8 @@
 """``lightning_hpo.create_study`` under DDP: several ``optimize`` calls, several studies, errors.
 
 The process tests run ``tests/_ddp_optimize_script.py`` as a real 2-process job (CPU, gloo) on
-in-memory, journal and SQLite storage; the error encoding is tested directly.
+in-memory, journal and SQLite storage; the error encoding and the opening of storage specs
+(journal paths, bad URLs, missing files, a follower reading the study) are tested directly.
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from pathlib import Path
 import optuna
 import pytest
 from _support import run_job
+from optuna.storages.journal import JournalFileBackend
 
+import lightning_hpo as hpo
 from lightning_hpo._ddp_channel import LeaderError, decode_error, encode_error
+from lightning_hpo.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 _SCRIPT = ROOT / "tests" / "_ddp_optimize_script.py"
@@ -124,3 +128,58 @@ def test_decode_refuses_what_is_not_an_exception_class() -> None:
                  {"type": "builtins:int", "args": [1], "text": "1"},
                  {"type": "no.such.module:Error", "args": [], "text": "gone"}):
         assert isinstance(decode_error(data), LeaderError), data
+
+
+# --- storage specs: create_study / load_study open strings as the launcher does ---
+
+
+def _square(trial: optuna.Trial) -> float:
+    return trial.suggest_float("x", -1.0, 1.0) ** 2
+
+
+def test_create_study_takes_a_journal_file_path(tmp_path: Path) -> None:
+    """On main before the fix a string went to ``RDBStorage`` and a journal path was refused."""
+    path = tmp_path / "runs" / "ddp.journal"  # its folder does not exist yet either
+    study = hpo.create_study(storage=str(path), study_name="j", direction="minimize")
+    assert isinstance(study, hpo.DistributedStudy)
+    study.optimize(_square, n_trials=2)
+    stored = optuna.load_study(
+        study_name="j",
+        storage=optuna.storages.JournalStorage(JournalFileBackend(str(path))),
+    )
+    assert [t.state.name for t in stored.trials] == ["COMPLETE", "COMPLETE"]
+    again = hpo.load_study(study_name="j", storage=str(path))
+    assert [t.params for t in again.trials] == [t.params for t in stored.trials]
+
+
+def test_a_bad_storage_url_is_one_config_error_with_the_password_masked() -> None:
+    url = "postgresql+psycopg2://hpo:s3cr3t-pw@127.0.0.1:1/db"  # nothing listens on port 1
+    with pytest.raises(ConfigError) as info:
+        hpo.create_study(storage=url, study_name="x")
+    message = str(info.value)
+    assert info.value.field == "storage"
+    assert message.startswith("storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db")
+    assert "s3cr3t-pw" not in message and "\n" not in message
+
+
+def test_load_study_of_a_missing_sqlite_file_creates_nothing(tmp_path: Path) -> None:
+    """On main before the fix ``RDBStorage`` made an empty database at the mistyped path."""
+    path = tmp_path / "typo.db"
+    with pytest.raises(ConfigError, match="no SQLite database at"):
+        hpo.load_study(study_name="x", storage=f"sqlite:///{path}")
+    assert not path.exists()
+
+
+def test_a_follower_reads_rank_zeros_study_from_a_journal_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After ``optimize``, a follower rank serves ``study.trials`` by loading the study."""
+    path = str(tmp_path / "ddp.journal")
+    hpo.create_study(storage=path, study_name="j").optimize(_square, n_trials=1)  # rank 0
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    follower = hpo.create_study(storage=path, study_name="j")
+    assert not isinstance(follower, optuna.Study)  # it never wrote to the storage
+    assert [t.state.name for t in follower.trials] == ["COMPLETE"]
+    in_memory = hpo.create_study(storage="sqlite:///:memory:", study_name="m")
+    with pytest.raises(AttributeError, match="only available on rank 0"):
+        in_memory.trials  # noqa: B018

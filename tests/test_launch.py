@@ -3,8 +3,10 @@ several launchers on one PostgreSQL study, and bad input."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -15,6 +17,7 @@ from typing import Any
 
 import optuna
 import pytest
+import torch
 import yaml
 from _support import (
     FINISHED,
@@ -30,11 +33,13 @@ from _support import (
 )
 from optuna.trial import TrialState
 
-from lightning_hpo.config import DEFAULT_CONFIG, load_config
+from lightning_hpo.config import DEFAULT_CONFIG, load_config, parse_config
+from lightning_hpo.launch.__main__ import main as launcher_main
 from lightning_hpo.launch.devices import plan_slots
 from lightning_hpo.launch.status import summary
 from lightning_hpo.launch.study import open_study
 from lightning_hpo.launch.supervisor import Supervisor
+from lightning_hpo.schema import CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
@@ -396,9 +401,44 @@ def test_help_has_an_example() -> None:
     assert result.returncode == 0 and "example: python -m lightning_hpo.launch" in result.stdout
 
 
-def test_shipped_configs_mention_their_command() -> None:
-    for path in CONFIGS.glob("*.yaml"):
-        assert "lightning_hpo.launch" in path.read_text(), path
+def _commands_in(config: Path) -> list[list[str]]:
+    """The launcher commands a config's comments give, as argument lists (a trailing remark in
+    parentheses, ``(this file is the default)``, is not part of the command)."""
+    commands = []
+    for line in config.read_text().splitlines():
+        match = re.match(r"#\s+(python -m lightning_hpo\.launch\b.*)", line)
+        if match:
+            command = shlex.split(re.sub(r"\s*\(.*\)\s*$", "", match.group(1)))
+            commands.append(command[3:])
+    return commands
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_the_command_in_each_config_runs_that_config(
+    config: Path, fashion_root: tuple[Path, object], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each shipped config's comment gives a command that, run from the checkout's root, the
+    launcher accepts (``--check``) and that loads this very config (its study name).
+
+    Storage, run folder, Fashion-MNIST root and a GPU-only accelerator are pointed at this test's
+    folder and machine, so nothing is read from or written to the checkout.
+    """
+    commands = _commands_in(config)
+    assert len(commands) == 1, f"{config.name}: one launcher command in its comments"
+    study = yaml.safe_load(config.read_text())["study"]
+    here = [f"storage={tmp_path}/s.journal", f"run_dir={tmp_path}/runs",
+            f"data.root={fashion_root[0]}"]
+    if yaml.safe_load(config.read_text()).get("data", {}).get("name") != "fashion_mnist":
+        here.pop()
+    if torch.cuda.device_count() == 0:
+        here.append("devices.accelerator=auto")
+    monkeypatch.chdir(CONFIGS.parent)
+    code = launcher_main([*commands[0], *(a for kv in here for a in ("--set", kv)), "--check"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out.startswith(f"config OK: study '{study}' "), out.out
+    assert not (tmp_path / "s.journal").exists() and not (tmp_path / "runs").exists()
 
 
 _SET_UP = """
@@ -440,3 +480,19 @@ def test_launchers_setting_up_together_queue_the_budget_once(
     trials = study_of(url).get_trials(deepcopy=False)
     assert len(trials) == 12 and {t.state for t in trials} == {TrialState.WAITING}
     assert sum(t.system_attrs.get("fixed_params") == INITIAL for t in trials) == 1
+
+
+def test_the_study_keeps_the_config_as_written_with_resolved_values(tmp_path: Path) -> None:
+    """Readers (the report) need no config defaults: the study stores the resolved ones."""
+    raw = {"study": "kept", "storage": str(tmp_path / "kept.journal"), "model": {"name": "lenet"},
+           "space": {"lr": {"loguniform": [0.01, 1.0]}}, "trainer": {"precision": 32},
+           "pruner": {"name": "hyperband", "max_resource": 9}, "stop": {"n_trials": 2}}
+    cfg = parse_config(raw)
+    study, created = open_study(cfg, open_storage(cfg.storage))
+    stored = json.loads(study.user_attrs[CONFIG_ATTR])
+    assert created
+    assert (stored["metric"], stored["direction"]) == ("validation_error", "minimize")
+    assert stored["trainer"] == {"precision": 32, "max_epochs": 9}
+    assert stored["pruner"] == {"name": "hyperband", "max_resource": 9}  # as written
+    assert {k: v for k, v in stored.items() if k not in ("metric", "direction", "trainer")} == {
+        k: v for k, v in raw.items() if k != "trainer"}

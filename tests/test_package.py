@@ -1,29 +1,106 @@
-"""The public surface: every name in ``__all__`` resolves, and light imports stay light."""
+"""The public surface: what each name in ``__all__`` is, where it comes from, and light imports."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import subprocess
 import sys
 
+import lightning as L
+import optuna
+import pytest
+
 import lightning_hpo
 
+# The public surface, name -> defining module: a change to it shows up here.
+_SURFACE = {
+    "ASHAPruner": "lightning_hpo.pruners",
+    "HyperbandPruner": "lightning_hpo.pruners",
+    "PruningCallback": "lightning_hpo.callbacks",
+    "ConfigError": "lightning_hpo.errors",
+    "DATAMODULES": "lightning_hpo.data",
+    "DigitsDataModule": "lightning_hpo.data",
+    "FashionMNISTDataModule": "lightning_hpo.data",
+    "build_datamodule": "lightning_hpo.data",
+    "MODELS": "lightning_hpo.models",
+    "DropoutMLP": "lightning_hpo.models",
+    "LeNet": "lightning_hpo.models",
+    "build_model": "lightning_hpo.models",
+    "DistributedStudy": "lightning_hpo.distributed",
+    "create_study": "lightning_hpo.distributed",
+    "load_study": "lightning_hpo.distributed",
+    "is_follower": "lightning_hpo.distributed",
+    "LeaderError": "lightning_hpo.distributed",
+    "rung_levels": "lightning_hpo.rungs",
+    "successive_halving_plan": "lightning_hpo.rungs",
+}
 
-def test_all_names_resolve_lazily() -> None:
-    assert sorted(lightning_hpo.__all__) == sorted(lightning_hpo._EXPORTS)
-    for name in lightning_hpo.__all__:
-        assert getattr(lightning_hpo, name) is not None, name
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+@pytest.mark.parametrize("name", sorted(_SURFACE))
+def test_each_public_name_is_its_modules_own_object(name: str) -> None:
+    module = importlib.import_module(_SURFACE[name])
+    assert name in module.__all__, f"{name} is not public in {module.__name__}"
+    assert getattr(lightning_hpo, name) is getattr(module, name)
+    assert name in dir(lightning_hpo)
+
+
+def test_all_is_exactly_the_surface() -> None:
+    assert sorted(lightning_hpo.__all__) == sorted(_SURFACE)
+
+
+def test_what_the_public_names_are() -> None:
+    hpo = lightning_hpo
+    assert issubclass(hpo.ASHAPruner, optuna.pruners.BasePruner)
+    assert issubclass(hpo.HyperbandPruner, optuna.pruners.BasePruner)
+    assert issubclass(hpo.PruningCallback, L.Callback)
+    assert issubclass(hpo.DistributedStudy, optuna.Study)
+    assert issubclass(hpo.ConfigError, ValueError) and issubclass(hpo.LeaderError, RuntimeError)
+    assert {"lenet": hpo.LeNet, "dropout_mlp": hpo.DropoutMLP} == hpo.MODELS
+    assert all(issubclass(cls, L.LightningModule) for cls in hpo.MODELS.values())
+    assert {"digits": hpo.DigitsDataModule,
+            "fashion_mnist": hpo.FashionMNISTDataModule} == hpo.DATAMODULES
+    assert all(issubclass(cls, L.LightningDataModule) for cls in hpo.DATAMODULES.values())
+    assert type(hpo.build_model("lenet")) is hpo.LeNet
+    assert type(hpo.build_datamodule("digits", batch_size=8)) is hpo.DigitsDataModule
+    assert hpo.rung_levels(1, 3, 27) == [1, 3, 9, 27]
+    assert hpo.successive_halving_plan(1, 3, 27) == [(1, 27), (3, 9), (9, 3), (27, 1)]
+    assert hpo.is_follower() is False  # no launcher set a rank here
+    assert type(hpo.create_study()) is hpo.DistributedStudy
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
-    try:
-        lightning_hpo.NoSuchThing  # noqa: B018
-    except AttributeError as error:
-        assert "NoSuchThing" in str(error)
-    else:
-        raise AssertionError("expected AttributeError")
+    with pytest.raises(AttributeError, match="module 'lightning_hpo' has no attribute 'Nope'"):
+        lightning_hpo.Nope  # noqa: B018
+
+
+def test_public_names_are_imported_on_first_use() -> None:
+    """``import lightning_hpo`` imports none of the heavy modules; the first use imports one."""
+    code = (
+        "import sys, lightning_hpo as hpo\n"
+        "heavy = ('torch', 'lightning', 'optuna', 'lightning_hpo.pruners')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "hpo.rung_levels\n"
+        "print(sorted(m for m in heavy if m in sys.modules), 'rung_levels' in vars(hpo))\n"
+    )
+    assert _run(code).splitlines() == ["[]", "[] True"]
 
 
 def test_pure_modules_do_not_import_torch() -> None:
-    code = "import lightning_hpo.rungs, lightning_hpo.errors, sys; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    code = (
+        "import lightning_hpo.rungs, lightning_hpo.errors, lightning_hpo.schema, sys\n"
+        "print(sorted(m for m in ('torch', 'lightning', 'optuna') if m in sys.modules))"
+    )
+    assert _run(code) == "[]"
+
+
+def test_version_is_the_installed_distributions() -> None:
+    names = set(importlib.metadata.packages_distributions().get("lightning_hpo", []))
+    assert names, "lightning_hpo is not installed (pip install -e .)"
+    versions = {importlib.metadata.version(name) for name in names}
+    assert versions == {lightning_hpo.__version__}

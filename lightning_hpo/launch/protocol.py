@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lightning_hpo.schema import device_label
+
 __all__ = [
     "CONFIG_ENV",
     "STOP_SIGNAL",
@@ -58,8 +60,15 @@ class WorkerSpec:
 
     @property
     def device_label(self) -> str:
-        """``cuda:0,1`` or ``cpu:0``: what the status table and the trial record show."""
-        return f"{'cuda' if self.kind == 'gpu' else 'cpu'}:{','.join(map(str, self.devices))}"
+        """``cuda:0,1`` or ``cpu:0``: what the status table and the trial record show.
+
+        Example::
+
+            >>> WorkerSpec(slot=1, devices=(2, 3), kind="gpu", threads=1, launcher_pid=1,
+            ...            events_fd=-1, deadline=None).device_label
+            'cuda:2,3'
+        """
+        return device_label(self.kind, self.devices)
 
     @classmethod
     def from_json(cls, text: str) -> WorkerSpec:

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from lightning_hpo.config import Config
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
+from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import mask
 
 __all__ = ["Display", "summary"]
@@ -195,8 +196,8 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         lines.append(
             f"Best {cfg.metric}: {_fmt(best.value)} (trial {best.number}) with {best.params}"
         )
-        if best.user_attrs.get("checkpoint"):
-            lines.append(f"Best checkpoint: {best.user_attrs['checkpoint']}")
+        if best.user_attrs.get(ATTR.CHECKPOINT):
+            lines.append(f"Best checkpoint: {best.user_attrs[ATTR.CHECKPOINT]}")
     else:
         lines.append("No trial completed yet.")
     seen = _best_seen(trials, cfg.direction)
@@ -205,14 +206,14 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         or (seen[0] < best_value if cfg.direction == "minimize" else seen[0] > best_value)
     ):
         value, trial, epoch = seen
-        whose = ("stopped by the study's budget" if trial.user_attrs.get("stop_reason")
+        whose = ("stopped by the study's budget" if trial.user_attrs.get(ATTR.STOP_REASON)
                  else f"{trial.state.name} trial")
         lines.append(
             f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {trial.number} at epoch "
             f"{epoch}, {whose}) with {trial.params}"
         )
-        if trial.user_attrs.get("checkpoint"):
-            lines.append(f"Its best checkpoint: {trial.user_attrs['checkpoint']}")
+        if trial.user_attrs.get(ATTR.CHECKPOINT):
+            lines.append(f"Its best checkpoint: {trial.user_attrs[ATTR.CHECKPOINT]}")
     lines += [
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "

@@ -33,7 +33,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import optuna
@@ -50,7 +49,7 @@ from lightning_hpo.launch.protocol import (
     WorkerSpec,
 )
 from lightning_hpo.launch.study import end_trial
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, device_label
 
 __all__ = ["Supervisor", "TrialRow"]
 
@@ -242,9 +241,7 @@ class Supervisor:
         if kind == "start":
             number = event["trial"]
             worker.trial = number
-            device = ("cuda:" if self.kind == "gpu" else "cpu:") + ",".join(
-                map(str, worker.slot.devices)
-            )
+            device = device_label(self.kind, worker.slot.devices)
             self.rows[number] = TrialRow(number, worker.slot.index, device, started=now)
         elif kind == "fit_start":
             row = self.rows.get(event["trial"])
@@ -412,7 +409,3 @@ class Supervisor:
     def elapsed(self) -> float:
         """Seconds since the supervisor started."""
         return time.time() - self.started
-
-    def worker_log(self, slot: int) -> Path:
-        """The log file of a slot's worker processes."""
-        return self._log_dir / f"slot{slot}.log"

@@ -47,10 +47,11 @@ from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
 from lightning_hpo._ddp_channel import LeaderChannel
+from lightning_hpo._ddp_study import FollowerStudy, LeaderTrial
 from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
-from lightning_hpo.distributed import _FollowerStudy, _LeaderTrial, is_follower
+from lightning_hpo.distributed import is_follower
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
     STOP_SIGNAL,
@@ -284,7 +285,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 trial.set_user_attr(key, value)
             if channel is not None:
                 channel.begin_trial(trial.number)
-            shared = _LeaderTrial(trial, channel) if channel is not None else trial
+            shared = LeaderTrial(trial, channel) if channel is not None else trial
             state, value, reason = TrialState.FAIL, None, None
             progress = _Progress(cfg, trial.number, events, spec)
             try:
@@ -324,7 +325,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
 def _run_follower(cfg: Config, spec: WorkerSpec) -> None:
     """Ranks 1..N-1 of a DDP slot: train rank 0's trials, write nothing."""
     quiet = EventWriter(-1)
-    _FollowerStudy(None, None).optimize(
+    FollowerStudy(None, None).optimize(
         lambda trial: train(trial, cfg, spec, _Progress(cfg, trial.number, quiet, spec))[0]
     )
 
