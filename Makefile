@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 TORCH_PINS ?= torch==2.14.1 torchvision==0.29.1
-STAMP := $(VENV)/.lightning-hpo-installed
+STAMP := $(VENV)/.lightning-async-hpo-installed
 
 .PHONY: install demo test bench bench-full lint clean
 
@@ -14,14 +14,18 @@ install: $(STAMP)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+# The distribution is lightning-async-hpo (import name lightning_hpo). An install under the old
+# name lightning-hpo, or the unrelated project of that name (same import name), is removed first.
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install $(TORCH_PINS)
+	$(PY) -m pip uninstall -y lightning-hpo
 	$(PY) -m pip install -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(PY) -m lightning_hpo.launch
 
+# The whole suite and the package's docstring examples (pyproject.toml: --doctest-modules).
 test: $(STAMP)
 	bash scripts/ensure_postgres.sh
 	$(PY) -m pytest

@@ -8,10 +8,15 @@ itself for ``optuna-dashboard``, pandas and ``python -m lightning_hpo.report``.
 Public names are imported lazily (PEP 562), so ``import lightning_hpo.rungs`` or the launcher's
 parent process does not pay for importing torch and Lightning until it needs them.
 
+The distribution is ``lightning-async-hpo`` (``pip install lightning-async-hpo``); the import
+name is ``lightning_hpo``. ``lightning-hpo`` on the package index is an unrelated project.
+
 Example::
 
-    import lightning_hpo as hpo
-    pruner = hpo.ASHAPruner(min_resource=1, reduction_factor=3, max_resource=27)
+    >>> import lightning_hpo as hpo
+    >>> pruner = hpo.ASHAPruner(min_resource=1, reduction_factor=3, max_resource=27)
+    >>> hpo.rung_levels(1, 3, 27)  # the epochs at which it may stop a trial
+    [1, 3, 9, 27]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+#: The package version: the one place it is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
 
 _EXPORTS = {

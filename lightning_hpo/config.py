@@ -20,20 +20,27 @@ A config is a small YAML file (see ``configs/quickstart.yaml``)::
 Loading is :func:`load_config` (path + ``--set key.sub=value`` overrides); every problem is a
 :class:`~lightning_hpo.errors.ConfigError` naming the field. Checks that need the model and data
 classes (hyperparameter names, logged metrics) are in :func:`check_against_registry`, which
-imports torch; checks of devices and storage belong to the launcher.
+imports torch; checks of devices and storage belong to the launcher. Relative paths in a config
+(``storage``, ``run_dir``, ``data.root``) are relative to the current folder, not to the file.
+
+The configs of the top-level ``configs/`` folder ship inside the package (``lightning_hpo/configs/``
+in an installed wheel, :data:`CONFIG_DIR`): :func:`resolve_config` finds one by its name, so
+``python -m lightning_hpo.launch lenet_ddp`` works from any folder.
 
 Example::
 
     >>> cfg = parse_config({"study": "demo", "model": {"name": "lenet"},
     ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
-    ...                     "pruner": {"name": "asha", "max_resource": 9}})
-    >>> cfg.max_epochs, cfg.storage
-    (9, 'runs/demo.journal')
+    ...                     "pruner": {"name": "asha", "max_resource": 9},
+    ...                     "stop": {"n_trials": 20}})
+    >>> cfg.max_epochs, cfg.storage, str(cfg.study_dir)
+    (9, 'runs/demo.journal', 'runs/demo')
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.resources
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -47,6 +54,8 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.space import Space, check_in_space, parse_space
 
 __all__ = [
+    "CONFIG_DIR",
+    "DEFAULT_CONFIG",
     "Config",
     "DevicesSpec",
     "PrunerSpec",
@@ -56,6 +65,8 @@ __all__ = [
     "load_config",
     "parse_config",
     "read_yaml",
+    "resolve_config",
+    "shipped_configs",
 ]
 
 SAMPLERS = ("random", "tpe", "gp")
@@ -74,8 +85,25 @@ TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "check_val_every_n_epoch": int,
     "log_every_n_steps": int,
 }
-#: The config ``python -m lightning_hpo.launch`` runs with no argument (in the source checkout).
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+
+
+def _shipped_config_dir() -> Path:
+    """``configs/`` inside the installed package (a wheel), else the source checkout's own.
+
+    pyproject.toml maps the top-level ``configs/`` folder into the wheel as
+    ``lightning_hpo/configs/``; a checkout on ``PYTHONPATH`` or an editable install has no such
+    folder in the package and reads the checkout's ``configs/`` next to ``lightning_hpo/``.
+    """
+    packaged = importlib.resources.files("lightning_hpo") / "configs"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[1] / "configs"
+
+
+#: The folder of the shipped configs (see :func:`_shipped_config_dir`).
+CONFIG_DIR = _shipped_config_dir()
+#: The config ``python -m lightning_hpo.launch`` runs with no argument.
+DEFAULT_CONFIG = CONFIG_DIR / "quickstart.yaml"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -189,13 +217,17 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
     Example::
 
-        >>> read_yaml("configs/quickstart.yaml")["study"]
+        >>> read_yaml(DEFAULT_CONFIG)["study"]
         'quickstart'
     """
     try:
         text = _decode(Path(path).read_bytes(), path)
     except OSError as error:
-        raise ConfigError("config", f"cannot read {path}: {error.strerror or error}") from None
+        names = list(shipped_configs()) if isinstance(error, FileNotFoundError) else []
+        hint = f"; or name a shipped config: {', '.join(names)}" if names else ""
+        raise ConfigError(
+            "config", f"cannot read {path}: {error.strerror or error}{hint}"
+        ) from None
     try:
         raw = _yaml(text)
     except yaml.YAMLError as error:
@@ -244,11 +276,55 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
     return out
 
 
-def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
-    """Load, override and validate a config file (``None``: the bundled quickstart)."""
+def shipped_configs() -> dict[str, Path]:
+    """The configs shipped with the package, by name (the file name without ``.yaml``).
+
+    Example::
+
+        >>> list(shipped_configs())  # doctest: +NORMALIZE_WHITESPACE
+        ['dropout_mlp_tpe_hyperband', 'lenet_ddp', 'lenet_fashion_mnist', 'quickstart',
+         'random_search']
+    """
+    return {path.stem: path for path in sorted(CONFIG_DIR.glob("*.yaml"))}
+
+
+def resolve_config(path: str | Path | None) -> Path:
+    """The config file to read: ``path`` itself, or the shipped config it names.
+
+    ``None`` is the quickstart (:data:`DEFAULT_CONFIG`). A bare name (no folder) that is not
+    a file here, such as ``lenet_ddp`` or ``lenet_ddp.yaml``, is the shipped config of that name
+    (:func:`shipped_configs`); any other path is returned as given, relative to the current
+    folder, for :func:`read_yaml` to read or to report.
+
+    Example::
+
+        >>> resolve_config("lenet_ddp") == CONFIG_DIR / "lenet_ddp.yaml"
+        True
+        >>> resolve_config(None) == DEFAULT_CONFIG
+        True
+        >>> str(resolve_config("experiments/mine.yaml"))
+        'experiments/mine.yaml'
+    """
     if path is None:
-        path = DEFAULT_CONFIG
-    return parse_config(apply_overrides(read_yaml(path), overrides))
+        return DEFAULT_CONFIG
+    path = Path(path)
+    if len(path.parts) == 1 and not path.exists():
+        shipped = shipped_configs().get(path.name.removesuffix(".yaml"))
+        if shipped is not None:
+            return shipped
+    return path
+
+
+def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
+    """Load, override and validate a config file (see :func:`resolve_config` for ``path``).
+
+    Example::
+
+        >>> cfg = load_config("quickstart", ["stop.n_trials=5"])
+        >>> cfg.study, cfg.stop.n_trials, cfg.storage
+        ('quickstart', 5, 'runs/quickstart.journal')
+    """
+    return parse_config(apply_overrides(read_yaml(resolve_config(path)), overrides))
 
 
 # ------------------------------------------------------------------------------------------

@@ -7,14 +7,20 @@ from pathlib import Path
 import pytest
 
 from lightning_hpo.config import (
+    CONFIG_DIR,
     DEFAULT_CONFIG,
     apply_overrides,
     check_against_registry,
     load_config,
     parse_config,
     read_yaml,
+    resolve_config,
+    shipped_configs,
 )
 from lightning_hpo.errors import ConfigError
+
+#: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 BASE = {
     "study": "t",
@@ -39,14 +45,63 @@ def test_defaults() -> None:
     assert cfg.study_dir == Path("runs/t")
 
 
-def test_every_shipped_config_is_valid(fashion_root: tuple[Path, object]) -> None:
-    configs = sorted(DEFAULT_CONFIG.parent.glob("*.yaml"))
-    assert DEFAULT_CONFIG in configs and len(configs) == 5
-    for path in configs:
-        cfg = load_config(path)
-        if cfg.data == "fashion_mnist":  # the files are not here: point at tiny real ones
-            cfg = load_config(path, [f"data.root={fashion_root[0]}"])
-        check_against_registry(cfg)
+def test_the_shipped_configs_are_the_checkouts_configs_folder() -> None:
+    """From a checkout (PYTHONPATH or editable install) the package reads the top-level folder
+    itself, not a copy; every YAML file in it is shipped (tests/test_install.py: in the wheel)."""
+    assert CONFIG_DIR == CHECKOUT_CONFIGS
+    on_disk = sorted(CHECKOUT_CONFIGS.glob("*.yaml"))
+    assert list(shipped_configs().values()) == on_disk
+    # pyproject.toml ships `*.yaml` from it: a config saved as .yml would be left out.
+    assert {p.suffix for p in CHECKOUT_CONFIGS.iterdir()} == {".yaml"}
+
+
+def test_the_quickstart_is_the_default_and_runs_offline_on_cpu() -> None:
+    assert resolve_config(None) == DEFAULT_CONFIG == CONFIG_DIR / "quickstart.yaml"
+    cfg = load_config(None)
+    assert cfg.study == "quickstart" and cfg.data == "digits"  # bundled with scikit-learn
+    assert cfg.devices.accelerator == "cpu" and cfg.pruner.name == "asha"
+    assert cfg.stop.max_wallclock_time is not None and cfg.stop.max_wallclock_time <= 600
+
+
+@pytest.mark.parametrize("name", sorted(shipped_configs()))
+def test_every_shipped_config_is_valid(name: str, fashion_root: tuple[Path, object]) -> None:
+    path = shipped_configs()[name]
+    cfg = load_config(name)  # by its name, as `python -m lightning_hpo.launch NAME` reads it
+    assert cfg == load_config(path)
+    # The study is named after its file, with its own storage and run folder relative to the
+    # folder the launcher is run from (so two shipped studies never share a file).
+    assert cfg.study == name.replace("_", "-")
+    assert cfg.storage == f"runs/{cfg.study}.journal" and cfg.run_dir == "runs"
+    assert cfg.study_dir == Path("runs") / cfg.study
+    if cfg.data == "fashion_mnist":  # the files are not here: point at tiny real ones
+        assert not cfg.data_args.get("download")  # never reaches the network unasked
+        cfg = load_config(path, [f"data.root={fashion_root[0]}"])
+    check_against_registry(cfg)
+
+
+def test_a_shipped_config_is_found_by_name_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    ddp = CONFIG_DIR / "lenet_ddp.yaml"
+    assert resolve_config("lenet_ddp") == resolve_config("lenet_ddp.yaml") == ddp
+    assert load_config("lenet_ddp").devices.per_trial == 2
+    # A file of that name in the current folder wins; a path with a folder is never replaced.
+    (tmp_path / "lenet_ddp.yaml").write_text(
+        "study: mine\nmodel: {name: lenet}\nspace: {lr: {loguniform: [0.01, 1.0]}}\n"
+        "pruner: {name: asha, max_resource: 3}\nstop: {n_trials: 2}\n"
+    )
+    assert resolve_config("lenet_ddp.yaml") == Path("lenet_ddp.yaml")
+    assert load_config("lenet_ddp.yaml").study == "mine"
+    assert resolve_config("configs/lenet_ddp.yaml") == Path("configs/lenet_ddp.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_config("configs/lenet_ddp.yaml")
+    assert info.value.message == (
+        "cannot read configs/lenet_ddp.yaml: No such file or directory; or name a shipped "
+        f"config: {', '.join(sorted(p.stem for p in CHECKOUT_CONFIGS.glob('*.yaml')))}"
+    )
+    with pytest.raises(ConfigError, match="^config: cannot read nope: No such file"):
+        load_config("nope")
 
 
 def test_registry_check_builds_both_ends_of_every_range() -> None:

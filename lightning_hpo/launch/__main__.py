@@ -4,7 +4,11 @@ Examples::
 
     python -m lightning_hpo.launch                                  # the quickstart, offline, CPU
     python -m lightning_hpo.launch configs/lenet_ddp.yaml --set stop.n_trials=8
-    python -m lightning_hpo.launch configs/random_search.yaml --quiet
+    python -m lightning_hpo.launch random_search --quiet            # a shipped config, by name
+    python -m lightning_hpo.launch --list-configs                   # the shipped configs
+
+CONFIG is a YAML file or the name of a config shipped with the package
+(:func:`~lightning_hpo.config.resolve_config`), so the commands work from any folder.
 
 Running the same command again resumes the study. Bad input prints one line naming the field
 and exits with code 2, before anything is written to the storage: the config, the devices, the
@@ -25,7 +29,13 @@ from typing import Literal
 
 from rich.console import Console
 
-from lightning_hpo.config import Config, check_against_registry, load_config
+from lightning_hpo.config import (
+    Config,
+    check_against_registry,
+    load_config,
+    resolve_config,
+    shipped_configs,
+)
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.storage import StorageSpec, mask, mask_text
 
@@ -143,18 +153,21 @@ def _parser() -> argparse.ArgumentParser:
         description="Run an asynchronous multi-fidelity HPO study on every device of this "
         "machine: a new trial starts the moment a slot is free. Several machines join one study "
         "through one PostgreSQL storage URL. Running the same command again resumes.",
-        epilog="example: python -m lightning_hpo.launch configs/quickstart.yaml "
+        epilog="example: python -m lightning_hpo.launch quickstart "
         "--set stop.n_trials=20 --set pruner.max_resource=9",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", nargs="?", type=Path,
-                        help="config YAML (default: configs/quickstart.yaml)")
+                        help="config YAML file, or the name of a shipped config: "
+                        f"{', '.join(shipped_configs())} (default: quickstart)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE", help="override a field, e.g. stop.n_trials=20")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no live table or per-trial lines: the summary only")
     parser.add_argument("--check", action="store_true",
                         help="validate the config and devices, print the plan, write nothing")
+    parser.add_argument("--list-configs", action="store_true",
+                        help="print the shipped configs (name and file, to copy and edit)")
     return parser
 
 
@@ -162,13 +175,18 @@ def main(argv: list[str] | None = None) -> int:
     """Run the launcher; returns the process exit code."""
     args = _parser().parse_args(argv)
     console = Console(highlight=False, markup=False, soft_wrap=True)
+    if args.list_configs:
+        for name, path in shipped_configs().items():
+            console.print(f"{name:<28} {path}")
+        return 0
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage_spec = ""
     try:
-        cfg = load_config(args.config, args.overrides)
+        config_file = resolve_config(args.config)
+        cfg = load_config(config_file, args.overrides)
         storage_spec = cfg.storage
         check_against_registry(cfg)
         from lightning_hpo.launch.devices import detect_devices, plan_slots
@@ -186,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         made = prepare_folders(cfg, write=not args.check)
         if args.check:
             console.print(f"config OK: study '{cfg.study}' on {mask(cfg.storage)} ({found}); "
-                          f"run folder {cfg.study_dir}; {plan}")
+                          f"run folder {cfg.study_dir}; {plan}; config file {config_file}")
             return 0
         from lightning_hpo.launch.study import fail_stale_trials, open_study
 
