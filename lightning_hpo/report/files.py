@@ -4,14 +4,7 @@ Both writers take what they report on already read or not (a study or its
 :class:`~lightning_hpo.report.StudySnapshot`; studies or a
 :class:`~lightning_hpo.report.Comparison`), create the output folder when it is missing, and
 turn a folder that cannot be written into :class:`~lightning_hpo.errors.ConfigError` ``out``.
-
-Example::
-
-    >>> study = load("runs/quickstart.journal")  # doctest: +SKIP
-    >>> paths = write_report(study, "reports/quickstart")  # doctest: +SKIP
-    >>> sorted(paths)  # doctest: +SKIP
-    ['curves.csv', 'incumbent.csv', 'incumbent.png', 'learning_curves.png', 'rungs.csv',
-     'rungs.png', 'timeline.png', 'trials.csv']
+:func:`write_report` has an example.
 """
 
 from __future__ import annotations
