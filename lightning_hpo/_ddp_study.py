@@ -31,7 +31,7 @@ from optuna.storages import BaseStorage
 from lightning_hpo._ddp_channel import FollowerChannel, LeaderChannel, decode_error
 from lightning_hpo.storage import StorageSpec
 
-__all__ = ["FollowerStudy", "FollowerTrial", "LeaderTrial", "Objective"]
+__all__ = ["FollowerStudy", "FollowerTrial", "LeaderTrial", "Objective", "share_segment"]
 
 _logger = logging.getLogger(__name__)
 
@@ -72,6 +72,12 @@ class LeaderTrial:
 
     def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
         value = self._trial.suggest_categorical(name, choices)
+        self._channel.share_param(name, value)
+        return value
+
+    def share(self, name: str, value: Any) -> Any:
+        """Hand a value that is not a hyperparameter (the launcher's segment) to the other
+        ranks; returns it."""
         self._channel.share_param(name, value)
         return value
 
@@ -134,6 +140,13 @@ class FollowerTrial:
     def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
         return self._value(name)
 
+    def share(self, name: str, value: Any) -> Any:
+        """Rank 0's value of ``name`` (see :meth:`LeaderTrial.share`); ``value`` is ignored.
+        It is not one of the trial's ``params``."""
+        shared = self._value(name)
+        self.params.pop(name, None)
+        return shared
+
     def report(self, value: float, step: int) -> None:
         """Rank 0 reports; nothing to do here."""
 
@@ -146,6 +159,11 @@ class FollowerTrial:
 
     def __repr__(self) -> str:
         return f"FollowerTrial(number={self.number})"
+
+
+def share_segment(trial: Any, segment: dict[str, Any]) -> dict[str, Any]:
+    """Rank 0's training segment (``to_epoch``, ``checkpoint``), the same on every DDP rank."""
+    return dict(trial.share("lightning_hpo:segment", segment))
 
 
 class FollowerStudy:

@@ -59,6 +59,8 @@ __all__ = [
     "backend_of",
     "check_studies_table",
     "claim_waiting_trial",
+    "live_trial",
+    "stale_trial_ids",
     "storage_of",
     "study_id_of",
     "trial_id_of",
@@ -227,6 +229,41 @@ def claim_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
         if claimed:
             return optuna.Trial(study, trial_id_of(ticket))
     return None
+
+
+def live_trial(study: optuna.Study, number: int) -> optuna.Trial:
+    """The live :class:`optuna.Trial` of trial ``number``, which must be RUNNING: what a worker
+    resuming a paused trial reports to and suggests from (its parameters come back as they were).
+
+    Assumes, as :func:`claim_waiting_trial` does, that ``optuna.Trial(study, trial_id)`` is the
+    live trial ``ask`` returns for a RUNNING trial.
+
+    Raises:
+        ValueError: the trial is not RUNNING.
+    """
+    frozen = study.get_trials(deepcopy=False)[number]
+    if frozen.state != TrialState.RUNNING:
+        raise ValueError(f"trial {number} is {frozen.state.name}, not RUNNING: it cannot resume")
+    return optuna.Trial(study, trial_id_of(frozen))
+
+
+def stale_trial_ids(study: optuna.Study) -> list[int]:
+    """The ids of the study's RUNNING trials whose heartbeat is older than the storage's grace
+    period (Optuna's RDB heartbeat); [] when the storage records no heartbeat.
+
+    Assumes the heartbeat mixin's ``_get_stale_trial_ids(study_id)`` (what Optuna's own
+    ``fail_stale_trials`` calls) on the storage's backend.
+
+    Raises:
+        OptunaContractError: the storage has a heartbeat but not that method.
+    """
+    backend = backend_of(study)
+    if not isinstance(backend, optuna.storages.RDBStorage):
+        return []
+    if backend.get_heartbeat_interval() is None:
+        return []
+    method = _private(backend, "_get_stale_trial_ids", "optuna.storages.RDBStorage")
+    return list(method(study_id_of(study)))
 
 
 class HyperbandBase(optuna.pruners.HyperbandPruner):

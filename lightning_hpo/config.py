@@ -40,6 +40,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.resources
 import math
 import re
@@ -56,8 +57,10 @@ from lightning_hpo.space import Space, check_in_space, parse_space
 __all__ = [
     "CONFIG_DIR",
     "DEFAULT_CONFIG",
+    "CheckpointSpec",
     "Config",
     "DevicesSpec",
+    "HeartbeatSpec",
     "PrunerSpec",
     "StopSpec",
     "apply_overrides",
@@ -70,7 +73,11 @@ __all__ = [
 ]
 
 SAMPLERS = ("random", "tpe", "gp")
-PRUNERS = ("asha", "hyperband", "none")
+PRUNERS = ("asha", "hyperband", "sync_sh", "sync_hyperband", "none")
+#: ``pruner.mode`` of asha and hyperband: stop trials at rungs, or pause them for promotion.
+MODES = ("stop", "promotion")
+#: ``checkpoint.every``: when a trial's resume checkpoint is written.
+CHECKPOINT_POLICIES = ("auto", "epoch", "rung")
 DIRECTIONS = ("minimize", "maximize")
 ACCELERATORS = ("auto", "cpu", "gpu")
 #: Trainer arguments a config may set (max_epochs comes from the pruner's max_resource).
@@ -109,12 +116,38 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 @dataclass(frozen=True)
 class PrunerSpec:
-    """``pruner:``: which early-stopping rule, with resources in epochs."""
+    """``pruner:``: which multi-fidelity rule, with resources in epochs.
 
-    name: Literal["asha", "hyperband", "none"] = "asha"
+    * ``asha`` / ``hyperband`` with ``mode: stop`` (the default): asynchronous successive
+      halving as an Optuna pruner; a trial below the rung's cut stops there.
+    * ``asha`` / ``hyperband`` with ``mode: promotion``: promotion-type ASHA (Li et al., MLSys
+      2020, Algorithm 2): every trial pauses at each rung with a checkpoint; a free slot resumes
+      the best not-yet-promoted trial in the top ``1/reduction_factor`` of the highest rung, and
+      starts a new configuration only when none is promotable.
+    * ``sync_sh`` / ``sync_hyperband``: synchronous successive halving (and Hyperband's brackets
+      of it) in rounds of ``prefact * reduction_factor**K`` configurations; promoted
+      configurations continue from their checkpoint, or retrain from scratch with
+      ``resume: false`` (the textbook schedule).
+    * ``none``: every trial trains ``max_epochs``.
+
+    Example::
+
+        pruner: {name: sync_sh, min_resource: 2, max_resource: 10, reduction_factor: 2}
+        pruner: {name: asha, mode: promotion, min_resource: 1, max_resource: 27}
+    """
+
+    name: Literal["asha", "hyperband", "sync_sh", "sync_hyperband", "none"] = "asha"
     min_resource: int = 1
     max_resource: int | None = None
     reduction_factor: int = 3
+    mode: Literal["stop", "promotion"] = "stop"
+    prefact: int = 1  # sync_sh / sync_hyperband: configurations per round, times eta**K
+    resume: bool = True  # sync_sh / sync_hyperband: continue promoted trials from a checkpoint
+
+    @property
+    def pauses(self) -> bool:
+        """True when trials pause at rungs (a scheduler, not a pruner, decides)."""
+        return self.name.startswith("sync_") or self.mode == "promotion"
 
 
 @dataclass(frozen=True)
@@ -131,6 +164,10 @@ class DevicesSpec:
 class StopSpec:
     """``stop:``: when the study ends (whichever comes first).
 
+    ``max_retries`` is how many times a trial whose worker died (killed, out of memory, a lost
+    machine) is resumed from its last checkpoint on the next free slot before it ends FAIL with
+    every attempt's reason (0: end it FAIL at once).
+
     ``grace`` (seconds) is how long trials still running when ``max_wallclock_time`` or
     ``max_failed_trials`` ends the study may go on to their next epoch boundary; they then end
     PRUNED with their learning curve, and those still running when the grace is over are
@@ -138,13 +175,49 @@ class StopSpec:
 
     Example::
 
-        stop: {n_trials: 50, max_wallclock_time: 720, grace: 60}
+        stop: {n_trials: 50, max_wallclock_time: 720, grace: 60, max_retries: 2}
     """
 
     n_trials: int | None = None
     max_wallclock_time: float | None = None  # seconds
     max_failed_trials: int | None = None
     grace: float = 0.0  # seconds
+    max_retries: int = 2  # a trial whose worker dies resumes from its checkpoint this often
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """``checkpoint:``: the resume checkpoint each trial keeps under ``run_dir``.
+
+    ``every``: ``auto`` (default) writes one at every epoch while the first write costs under 5%
+    of an epoch, else only at rungs; ``epoch`` always every epoch; ``rung`` only at rungs and at
+    the end of each training segment. Across machines, put ``run_dir`` on a path every machine
+    reaches.
+
+    Example::
+
+        checkpoint: {every: rung}
+    """
+
+    every: Literal["auto", "epoch", "rung"] = "auto"
+
+
+@dataclass(frozen=True)
+class HeartbeatSpec:
+    """``heartbeat:``: Optuna's RDB heartbeat, to find trials of a lost machine (seconds).
+
+    A worker records a heartbeat every ``interval`` seconds while it trains; a trial whose last
+    heartbeat is older than ``grace_period`` is taken to have lost its machine and is resumed
+    from its checkpoint by any launcher of the study. PostgreSQL and MySQL storages only (on one
+    machine a dead worker is seen at once).
+
+    Example::
+
+        heartbeat: {interval: 60, grace_period: 180}
+    """
+
+    interval: int = 60
+    grace_period: int = 180
 
 
 @dataclass(frozen=True)
@@ -170,6 +243,8 @@ class Config:
     trainer: dict[str, Any]
     max_epochs: int
     raw: dict[str, Any] = field(repr=False, compare=False)
+    checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
+    heartbeat: HeartbeatSpec | None = None
 
     @property
     def study_dir(self) -> Path:
@@ -376,7 +451,15 @@ def _named(
 def _pruner(raw: Any) -> PrunerSpec:
     name, args = _named(raw, "pruner", "asha")
     _choice(name, "pruner.name", PRUNERS)
-    _check_keys(args, ("min_resource", "max_resource", "reduction_factor"), "pruner")
+    keys = ["min_resource", "max_resource", "reduction_factor"]
+    keys += {"asha": ["mode"], "hyperband": ["mode"], "sync_sh": ["prefact", "resume"],
+             "sync_hyperband": ["prefact", "resume"]}.get(name, [])
+    _check_keys(args, keys, "pruner")
+    mode = _choice(args.get("mode", "stop"), "pruner.mode", MODES)
+    prefact = _int(args.get("prefact", 1), "pruner.prefact", 1)
+    resume = args.get("resume", True)
+    if not isinstance(resume, bool):
+        raise ConfigError("pruner.resume", f"is {resume!r}, but must be true or false")
     min_resource = _int(args.get("min_resource", 1), "pruner.min_resource", 1)
     reduction_factor = _int(args.get("reduction_factor", 3), "pruner.reduction_factor", 2)
     max_resource = _int(args.get("max_resource"), "pruner.max_resource", 1, optional=True)
@@ -386,9 +469,42 @@ def _pruner(raw: Any) -> PrunerSpec:
             "pruner.max_resource",
             f"is {max_resource}, but must be >= pruner.min_resource ({min_resource})",
         )
-    if name == "hyperband" and max_resource is None:
-        raise ConfigError("pruner.max_resource", "is required for hyperband (epochs, e.g. 27)")
-    return PrunerSpec(name, min_resource, max_resource, reduction_factor)  # type: ignore[arg-type]
+    if name in ("hyperband", "sync_hyperband") and max_resource is None:
+        raise ConfigError("pruner.max_resource", f"is required for {name} (epochs, e.g. 27)")
+    return PrunerSpec(
+        name, min_resource, max_resource, reduction_factor,  # type: ignore[arg-type]
+        mode, prefact or 1, resume,  # type: ignore[arg-type]
+    )
+
+
+def _checkpoint(raw: Any) -> CheckpointSpec:
+    if not isinstance(raw, Mapping):
+        raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
+    _check_keys(raw, ("every",), "checkpoint")
+    every = _choice(raw.get("every", "auto"), "checkpoint.every", CHECKPOINT_POLICIES)
+    return CheckpointSpec(every)  # type: ignore[arg-type]
+
+
+def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ConfigError("heartbeat", f"must be a mapping, got {raw!r}")
+    _check_keys(raw, ("interval", "grace_period"), "heartbeat")
+    if "://" not in storage or storage.startswith("sqlite"):
+        raise ConfigError(
+            "heartbeat",
+            "is for PostgreSQL or MySQL storages (several machines); on one machine a dead "
+            "worker is seen at once",
+        )
+    interval = _int(raw.get("interval", 60), "heartbeat.interval", 1)
+    grace = _int(raw.get("grace_period", 3 * (interval or 60)), "heartbeat.grace_period", 1)
+    assert interval is not None and grace is not None
+    if grace <= interval:
+        raise ConfigError(
+            "heartbeat.grace_period", f"is {grace}, but must be > heartbeat.interval ({interval})"
+        )
+    return HeartbeatSpec(interval, grace)
 
 
 def _devices(raw: Any) -> DevicesSpec:
@@ -410,8 +526,11 @@ def _devices(raw: Any) -> DevicesSpec:
 def _stop(raw: Any) -> StopSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("stop", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace"), "stop")
+    _check_keys(
+        raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace", "max_retries"), "stop"
+    )
     n_trials = _int(raw.get("n_trials"), "stop.n_trials", 1, optional=True)
+    retries = _int(raw.get("max_retries", 2), "stop.max_retries", 0)
     failed = _int(raw.get("max_failed_trials"), "stop.max_failed_trials", 1, optional=True)
     seconds = raw.get("max_wallclock_time")
     if seconds is not None and (
@@ -431,7 +550,9 @@ def _stop(raw: Any) -> StopSpec:
         or grace < 0
     ):
         raise ConfigError("stop.grace", f"is {grace!r}, but must be seconds >= 0")
-    return StopSpec(n_trials, None if seconds is None else float(seconds), failed, float(grace))
+    return StopSpec(
+        n_trials, None if seconds is None else float(seconds), failed, float(grace), retries or 0
+    )
 
 
 def _trainer(raw: Any) -> dict[str, Any]:
@@ -462,7 +583,7 @@ def _initial(raw: Any, space: Space) -> list[dict[str, Any]]:
 
 TOP_LEVEL = (
     "study", "storage", "run_dir", "model", "data", "metric", "direction", "space", "initial",
-    "sampler", "seed", "pruner", "devices", "stop", "trainer",
+    "sampler", "seed", "pruner", "devices", "stop", "trainer", "checkpoint", "heartbeat",
 )
 
 
@@ -518,7 +639,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
             "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27)"
         )
     if pruner.name != "none" and pruner.max_resource is None:
-        pruner = PrunerSpec(pruner.name, pruner.min_resource, max_epochs, pruner.reduction_factor)
+        pruner = dataclasses.replace(pruner, max_resource=max_epochs)
     if pruner.min_resource > max_epochs:
         raise ConfigError("pruner.min_resource", f"is above max_epochs ({max_epochs})")
     return Config(
@@ -527,6 +648,8 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         space=space, initial=initial, sampler=sampler, seed=seed,  # type: ignore[arg-type]
         pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
         raw=copy.deepcopy(dict(raw)),
+        checkpoint=_checkpoint(_section(raw, "checkpoint", {})),
+        heartbeat=_heartbeat(raw.get("heartbeat"), storage),
     )
 
 

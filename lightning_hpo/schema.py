@@ -10,7 +10,10 @@ What a study may hold:
   epochs, checkpoint, seed, and why it stopped; visible in ``optuna-dashboard`` and
   ``study.trials_dataframe()``;
 * per trial, a **system attribute** :data:`BRACKET_ATTR`: the Hyperband bracket of a trial that
-  reached its first rung;
+  reached its first rung (or, under promotion-type Hyperband, the bracket it was started in);
+* for the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
+  resume, a paused trial stays RUNNING in Optuna's terms with :data:`ATTR.PAUSED <ATTR>` set,
+  and its training segments are listed in :data:`ATTR.SEGMENTS <ATTR>`;
 * per study, a **user attribute** :data:`CONFIG_ATTR` (the launcher's config, storage masked)
   and a **system attribute** :data:`PRUNER_ATTR` (the pruner's rung ladders, written by the
   pruner itself, so studies driven by the callback alone carry it too);
@@ -33,9 +36,11 @@ __all__ = [
     "ATTR",
     "BRACKET_ATTR",
     "CONFIG_ATTR",
+    "PAUSED_KEYS",
     "PRUNER_ATTR",
     "RUNG_ATTR_PREFIX",
     "RUNG_RECORD_TABLE",
+    "SEGMENT_KEYS",
     "device_label",
     "devices_in_label",
 ]
@@ -59,6 +64,28 @@ class ATTR:
     FAIL_REASON = "fail_reason"  # why a FAIL trial failed
     STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
     PRUNED_AT_EPOCH = "pruned_at_epoch"  # the epoch at which the pruner stopped it
+    # Pausing schedules and crash resume (the launcher's scheduler, lightning_hpo.launch.scheduler)
+    PAUSED = "paused"  # a dict while the trial waits between segments (see PAUSED_KEYS), else None
+    TARGET = "target_epoch"  # the epoch its segment in flight trains to (int)
+    ROUND = "round"  # its synchronous successive-halving round (int; sync_sh, sync_hyperband)
+    SEGMENTS = "segments"  # one dict per training segment, see SEGMENT_KEYS
+    ATTEMPTS = "failed_attempts"  # why earlier attempts died (list of str); retried while short
+    RESUME_POINT = "resume_point"  # {"epoch": int, "checkpoint": str}: its latest checkpoint
+    EPOCHS_TRAINED = "epochs_trained"  # epochs trained over all segments (retrains included)
+    OWNER = "owner"  # "host:pid:token" of the worker training its segment in flight
+
+
+#: The keys of :data:`ATTR.PAUSED <ATTR>`: ``epoch`` (epochs in its checkpoint), ``checkpoint``
+#: (the file it resumes from), ``since`` (unix s), ``target`` (None: paused at a rung, waiting
+#: for the scheduler to promote or stop it; an int: interrupted before reaching that epoch,
+#: resumed to it first), ``why`` (``"rung 4"``, ``"wall-clock budget reached ..."``, a crash).
+PAUSED_KEYS = ("epoch", "checkpoint", "since", "target", "why")
+
+#: The keys of each :data:`ATTR.SEGMENTS <ATTR>` entry: ``slot``, ``device``, ``start`` and
+#: ``end`` (unix s), ``from_epoch`` (epochs in the checkpoint it started from, 0 for a fresh
+#: start) and ``to_epoch`` (epochs done when it ended), ``how`` (``"paused"``, ``"complete"``,
+#: ``"pruned"``, ``"interrupted"``, ``"crashed"``, ``"failed"``).
+SEGMENT_KEYS = ("slot", "device", "start", "end", "from_epoch", "to_epoch", "how")
 
 
 #: Study user attribute: the launcher config the study was created with (JSON, storage masked).

@@ -24,6 +24,7 @@ import os
 import re
 import sqlite3
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -169,7 +170,9 @@ class StorageSpec:
         except Exception as error:  # driver errors vary: report them in one masked line
             raise _cannot_open(spec, error) from None
 
-    def open(self, *, create: bool = True) -> BaseStorage:
+    def open(
+        self, *, create: bool = True, heartbeat: tuple[int, int] | None = None
+    ) -> BaseStorage:
         """Open the storage; with ``create``, make a missing journal file or SQLite database.
 
         RDB URLs open with a 60 s SQLite lock wait (several processes write at once), a
@@ -180,6 +183,8 @@ class StorageSpec:
             create: make a missing journal file or SQLite database (and its parent folder).
                 Without it a missing file is an error: a reader never leaves an empty file at a
                 mistyped path.
+            heartbeat: ``(interval, grace_period)`` in seconds for Optuna's RDB heartbeat
+                (``RDBStorage(heartbeat_interval=, grace_period=)``); RDB storages only.
 
         Raises:
             ConfigError: ``storage: cannot open <masked spec>: <reason>`` when it cannot be
@@ -198,7 +203,7 @@ class StorageSpec:
                 if create:
                     path.parent.mkdir(parents=True, exist_ok=True)
             if self.is_rdb:
-                return _open_rdb(spec)
+                return _open_rdb(spec, heartbeat)
             return _open_journal(Path(spec), spec)
         except ConfigError:
             raise
@@ -211,14 +216,16 @@ def check_storage(spec: str, *, replay: bool = True) -> str:
     return StorageSpec(spec).check(replay=replay)
 
 
-def open_storage(spec: str, *, create: bool = True) -> BaseStorage:
+def open_storage(
+    spec: str, *, create: bool = True, heartbeat: tuple[int, int] | None = None
+) -> BaseStorage:
     """``StorageSpec(spec).open(create=create)``: see :meth:`StorageSpec.open`.
 
     Example::
 
         >>> storage = open_storage("sqlite:///:memory:")
     """
-    return StorageSpec(spec).open(create=create)
+    return StorageSpec(spec).open(create=create, heartbeat=heartbeat)
 
 
 def _check_local(path: Path, spec: str) -> bool:
@@ -331,7 +338,9 @@ _CREATE_ATTEMPTS = 5
 _CREATE_RACES = ("already exists", "unique", "duplicate", "locked")
 
 
-def _open_rdb(spec: str) -> optuna.storages.RDBStorage:
+def _open_rdb(
+    spec: str, heartbeat: tuple[int, int] | None = None
+) -> optuna.storages.RDBStorage:
     """``RDBStorage(spec)``, again when it lost a race to create Optuna's tables.
 
     Two launchers opening a new database at the same moment both create Optuna's schema; the
@@ -341,11 +350,17 @@ def _open_rdb(spec: str) -> optuna.storages.RDBStorage:
     """
     import sqlalchemy as sa
 
+    beat: dict[str, int] = {}
+    if heartbeat is not None:
+        beat = {"heartbeat_interval": heartbeat[0], "grace_period": heartbeat[1]}
     for attempt in range(1, _CREATE_ATTEMPTS + 1):
         try:
-            return optuna.storages.RDBStorage(
-                spec, engine_kwargs=_engine_kwargs(spec), skip_compatibility_check=False
-            )
+            with warnings.catch_warnings():  # heartbeat_interval is "experimental" in Optuna
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return optuna.storages.RDBStorage(
+                    spec, engine_kwargs=_engine_kwargs(spec), skip_compatibility_check=False,
+                    **beat,  # type: ignore[arg-type]
+                )
         except (sa.exc.IntegrityError, sa.exc.ProgrammingError, sa.exc.OperationalError) as error:
             text = str(error).lower()
             if attempt == _CREATE_ATTEMPTS or not any(word in text for word in _CREATE_RACES):

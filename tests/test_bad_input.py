@@ -17,7 +17,7 @@ import pytest
 import yaml
 from _support import config_file, launch
 
-import lightning_hpo.launch.__main__ as launcher
+import lightning_hpo.launch.folders as launcher
 from lightning_hpo.config import load_config
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.storage import check_storage, open_storage

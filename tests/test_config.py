@@ -156,7 +156,7 @@ BAD = [
     ("initial", "{lr: 0.1}", "initial", "list"),
     ("sampler", "cmaes", "sampler.name", "random, tpe, gp"),
     ("sampler.seed", "-1", "sampler.seed", ">= 0"),
-    ("pruner.name", "median", "pruner.name", "asha, hyperband, none"),
+    ("pruner.name", "median", "pruner.name", "asha, hyperband, sync_sh, sync_hyperband, none"),
     ("pruner.reduction_factor", "1", "pruner.reduction_factor", ">= 2"),
     ("pruner.min_resource", "0", "pruner.min_resource", ">= 1"),
     ("pruner.max_resource", "two", "pruner.max_resource", "integer"),

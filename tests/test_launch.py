@@ -39,7 +39,7 @@ from lightning_hpo.launch.devices import plan_slots
 from lightning_hpo.launch.status import summary
 from lightning_hpo.launch.study import open_study
 from lightning_hpo.launch.supervisor import Supervisor
-from lightning_hpo.schema import CONFIG_ATTR
+from lightning_hpo.schema import ATTR, CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
@@ -103,7 +103,10 @@ def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> N
 
 
 def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -> None:
-    config = config_file(tmp_path, trainer={"max_epochs": 6}, stop={"n_trials": 6})
+    """With stop.max_retries: 0 a killed worker's trial ends FAIL at once (the default resumes
+    it: tests/test_scheduler.py)."""
+    config = config_file(tmp_path, trainer={"max_epochs": 6},
+                         stop={"n_trials": 6, "max_retries": 0})
     storage = str(tmp_path / "t.journal")
     process = popen(str(config), "--quiet", cwd=tmp_path)
 
@@ -137,20 +140,24 @@ def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> N
     assert "stopped: stopped by SIGTERM" in out
     study = study_of(storage)
     counts = states(study)
-    assert counts["RUNNING"] == 0 and counts["FAIL"] >= 1 and counts["WAITING"] >= 1, counts
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
-        assert trial.user_attrs["fail_reason"].startswith("interrupted:")
+    assert counts["FAIL"] == 0 and counts["RUNNING"] >= 1 and counts["WAITING"] >= 1, counts
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        paused = trial.user_attrs[ATTR.PAUSED]  # paused at its last checkpoint, to resume
+        assert paused["why"].startswith("interrupted:") and paused["target"] == 6, paused
 
     again = launch(str(config), cwd=tmp_path)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
-    assert "Resuming study 't'" in again.stdout
+    assert "Resuming study 't'" in again.stdout and "paused to resume" in again.stdout
     trials = study_of(storage).get_trials(deepcopy=False)
-    assert len(trials) == 6 and {t.state for t in trials} <= FINISHED
+    assert len(trials) == 6 and {t.state for t in trials} == {TrialState.COMPLETE}
+    assert all(sorted(t.intermediate_values) == list(range(1, 7)) for t in trials)
     assert sum(t.params == INITIAL for t in trials) == 1
 
 
 def test_stale_running_trials_of_a_dead_launcher_end_on_resume(tmp_path: Path) -> None:
-    config = config_file(tmp_path, stop={"n_trials": 3})
+    """A RUNNING trial of a launcher that died (kill -9 of the machine's launcher and workers):
+    with stop.max_retries: 0 it ends FAIL on resume; by default it is retrained."""
+    config = config_file(tmp_path, stop={"n_trials": 3, "max_retries": 0})
     storage = str(tmp_path / "t.journal")
     study = optuna.create_study(study_name="t", storage=open_storage(storage))
     stale = study.ask()
@@ -170,21 +177,25 @@ def _budget_trial(study: optuna.Study) -> optuna.trial.FrozenTrial:
     """The trial the budget stopped, checked for what every budget stop keeps."""
     trials = study.get_trials(deepcopy=False)
     counts = states(study)
-    assert counts["RUNNING"] == 0 and counts["FAIL"] == 0, counts
+    assert counts["FAIL"] == 0, counts
     assert counts["WAITING"] == 2, counts  # unclaimed tickets stay for the next run
     trial = trials[0]
     attrs = trial.user_attrs
     assert "fail_reason" not in attrs
     assert attrs["epochs"] == len(attrs["epoch_end_times"]) == len(trial.intermediate_values)
-    if trial.intermediate_values:  # Optuna keeps a PRUNED trial's last value as its value
-        assert trial.value == trial.intermediate_values[max(trial.intermediate_values)]
-        assert Path(attrs["checkpoint"]).is_file()
+    if trial.state == TrialState.RUNNING:  # paused at its last checkpoint for the next run
+        paused = attrs[ATTR.PAUSED]
+        assert paused["epoch"] == (attrs[ATTR.RESUME_POINT]["epoch"]
+                                   if ATTR.RESUME_POINT in attrs else 0)
+        if paused["epoch"]:
+            assert Path(paused["checkpoint"]).is_file()
     return trial
 
 
-def test_the_wall_clock_budget_keeps_the_interrupted_trial_as_pruned(tmp_path: Path) -> None:
-    """A trial still running when stop.max_wallclock_time runs out ends PRUNED with its learning
-    curve and a stop_reason, not FAIL; the summary names the best value it reached."""
+def test_the_wall_clock_budget_pauses_the_interrupted_trial(tmp_path: Path) -> None:
+    """A trial still running when stop.max_wallclock_time runs out pauses at its last
+    checkpoint with its learning curve and the reason, not FAIL (the next run resumes it); the
+    summary names the best value it reached."""
     config = config_file(tmp_path, trainer={"max_epochs": 1000, "limit_train_batches": 4,
                                             "limit_val_batches": 2},
                          devices={"accelerator": "cpu", "count": 1},
@@ -195,19 +206,19 @@ def test_the_wall_clock_budget_keeps_the_interrupted_trial_as_pruned(tmp_path: P
     reason = "wall-clock budget reached (stop.max_wallclock_time=25 s)"
     assert f"Study 't' stopped: {reason}." in out
     trial = _budget_trial(study_of(str(tmp_path / "t.journal")))
-    assert trial.state == TrialState.PRUNED, trial.user_attrs
+    assert trial.state == TrialState.RUNNING, trial.user_attrs
     assert trial.intermediate_values, "the worker took the whole budget to start"
     assert re.fullmatch(re.escape(reason) + r"; stopped (after|during) epoch \d+",
-                        trial.user_attrs["stop_reason"])
+                        trial.user_attrs[ATTR.PAUSED]["why"])
     epoch, best = min(trial.intermediate_values.items(), key=lambda item: item[1])
     assert "No trial completed yet." in out
     assert (f"Best validation_error seen at any epoch: {best:.4f} (trial 0 at epoch {epoch}, "
-            "stopped by the study's budget)") in out
+            "PAUSED trial)") in out
 
 
-def test_max_failed_trials_stops_the_others_as_pruned(tmp_path: Path) -> None:
+def test_max_failed_trials_pauses_the_others(tmp_path: Path) -> None:
     """stop.max_failed_trials is the study's budget too: the trial still running when it is
-    reached (a good one, lr=0.1) ends PRUNED with the reason, the failed one stays FAIL."""
+    reached (a good one, lr=0.1) pauses with the reason, the failed one stays FAIL."""
     config = config_file(
         tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
         initial=[{"lr": 0.1, "batch_size": 64}, {"lr": 0.5, "batch_size": 64}],
@@ -220,16 +231,16 @@ def test_max_failed_trials_stops_the_others_as_pruned(tmp_path: Path) -> None:
     reason = r"\d trials failed \(stop\.max_failed_trials=1\)"  # 2 if two fail at once
     assert re.search(f"Study 't' stopped: {reason}\\.", result.stdout), result.stdout
     trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
-    assert [t.state.name for t in trials[:2]] == ["PRUNED", "FAIL"]
+    assert [t.state.name for t in trials[:2]] == ["RUNNING", "FAIL"]
     # The failing slot may claim one more before the supervisor has counted the failure.
-    assert {t.state.name for t in trials[2:]} <= {"WAITING", "PRUNED", "FAIL"}
+    assert {t.state.name for t in trials[2:]} <= {"WAITING", "RUNNING", "FAIL"}
     for trial in trials:
         if trial.state == TrialState.FAIL:
             assert trial.user_attrs["fail_reason"].startswith("RuntimeError: boom at lr=")
-        elif trial.state == TrialState.PRUNED:
+        elif trial.state == TrialState.RUNNING:
             assert "fail_reason" not in trial.user_attrs
             assert re.fullmatch(reason + r"; stopped (after|during) epoch \d+",
-                                trial.user_attrs["stop_reason"])
+                                trial.user_attrs[ATTR.PAUSED]["why"])
 
 
 # grace (s), max_epochs, check_val_every_n_epoch, the reported epoch after which the deadline
@@ -237,17 +248,17 @@ def test_max_failed_trials_stops_the_others_as_pruned(tmp_path: Path) -> None:
 #   the trial's state, how its stop_reason ends (a regex), the epochs it reported
 GRACE_CASES = [
     ("no-grace-stops-mid-epoch", 0, 1000, 3, 3, False, 1,
-     TrialState.PRUNED, r"stopped during epoch [4-6]", [3]),
+     TrialState.RUNNING, r"stopped during epoch [4-6]", [3]),
     ("grace-reaches-the-next-report", 120, 1000, 3, 3, False, 1,
-     TrialState.PRUNED, r"stopped after epoch 6", [3, 6]),
+     TrialState.RUNNING, r"stopped after epoch 6", [3, 6]),
     ("grace-lets-the-last-epoch-complete", 120, 6, 3, 3, False, 1,
      TrialState.COMPLETE, None, [3, 6]),
     ("grace-runs-out", 2, 1000, 500, 0, False, 1,
-     TrialState.PRUNED, r"stopped during epoch \d+", []),
+     TrialState.RUNNING, r"stopped during epoch \d+", []),
     ("ctrl-c-cuts-the-grace-short", 120, 1000, 3, 3, True, 1,
-     TrialState.PRUNED, r"stopped during epoch [4-6]", [3]),
+     TrialState.RUNNING, r"stopped during epoch [4-6]", [3]),
     ("grace-under-ddp", 120, 1000, 3, 3, False, 2,
-     TrialState.PRUNED, r"stopped after epoch 6", [3, 6]),
+     TrialState.RUNNING, r"stopped after epoch 6", [3, 6]),
 ]
 
 
@@ -298,9 +309,9 @@ def test_the_budget_stop_and_its_grace(
     assert trial.state == state, trial.user_attrs
     assert sorted(trial.intermediate_values) == reported
     if ending is None:
-        assert "stop_reason" not in trial.user_attrs
-    else:
-        assert re.fullmatch(re.escape(why) + "; " + ending, trial.user_attrs["stop_reason"])
+        assert trial.user_attrs.get(ATTR.PAUSED) is None
+    else:  # paused (RUNNING) at its last checkpoint, for the next run to resume
+        assert re.fullmatch(re.escape(why) + "; " + ending, trial.user_attrs[ATTR.PAUSED]["why"])
     after = [t for t in trial.user_attrs["epoch_end_times"] if t > moved[0]]
     assert len(after) == len([e for e in reported if e > trigger])
     assert took < (0 if ctrl_c else grace) + 20, f"the run ended {took:.1f} s after the deadline"

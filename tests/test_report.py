@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib.colors
 import matplotlib.image
 import optuna
 import pandas as pd
@@ -30,7 +31,9 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 from lightning_hpo.report import (
     RANK_ORDER,
+    STATE_COLORS,
     Comparison,
+    Pause,
     StudySnapshot,
     compare,
     curves_frame,
@@ -44,6 +47,7 @@ from lightning_hpo.report import (
     plot_rungs,
     plot_timeline,
     rungs_frame,
+    segments_frame,
     study_info,
     summarize,
     trials_frame,
@@ -1025,3 +1029,357 @@ def test_report_on_a_real_launcher_run(tmp_path: Path) -> None:
     assert sorted(_gids(rung_fig, "rung-")) == ["rung-1", "rung-3"]
     for kind in ("promoted", "pruned"):
         assert _points(rung_fig, kind) == int((rungs["outcome"] == kind).sum()), kind
+
+
+# ------------------------------------------------------------------------------------------
+# Pausing schedules and crash resume: paused trials, training segments.
+
+#: A sync_sh study with rungs 2, 4, 8 (min_resource 2, reduction_factor 2, max_resource 8).
+PAUSE_CONFIG = dict(CONFIG, study="paused",
+                    pruner={"name": "sync_sh", "min_resource": 2, "max_resource": 8,
+                            "reduction_factor": 2},
+                    trainer={"max_epochs": 8})
+PAUSE_RUNGS = (2, 4, 8)
+NOT_PROMOTED = "not promoted from rung 2"
+
+
+def seg(slot: int, start: float, end: float | None, from_epoch: int, to_epoch: int | None,
+        how: str | None) -> dict[str, Any]:
+    """One ATTR.SEGMENTS entry, times in s after T0, as the launcher writes it."""
+    return {"slot": slot, "device": f"cpu:{slot}", "start": T0 + start,
+            "end": None if end is None else T0 + end, "from_epoch": from_epoch,
+            "to_epoch": to_epoch, "how": how}
+
+
+def paused_attr(epoch: int, since: float, why: str) -> dict[str, Any]:
+    return {"epoch": epoch, "checkpoint": f"/ckpt/e{epoch}.ckpt", "since": T0 + since,
+            "target": None, "why": why}
+
+
+#: trial -> (state, curve, epoch end times (s after T0), user attrs). Trial 0 trains in three
+#: segments on slots 0, 1, 0 and completes; 1 waits PAUSED at rung 4 after two segments (and
+#: reported the best value); 2 was not promoted from rung 2 (its pause is left behind, as the
+#: scheduler leaves it); 3 crashed after 3 epochs on slot 1 and was resumed from its epoch-2
+#: checkpoint on slot 0 (epoch 3 trained twice); 4 was stopped by the budget and lists no
+#: segment; 5 trains its second segment now.
+PAUSE_SCENARIO: dict[int, tuple[TrialState, tuple[float, ...], list[float], dict[str, Any]]] = {
+    0: (TrialState.COMPLETE, (0.6, 0.5, 0.4, 0.35, 0.3, 0.27, 0.25, 0.24),
+        [1.25, 2.25, 7.25, 8.25, 10.25, 11.25, 12.25, 13.25],
+        {ATTR.START: T0, ATTR.END: T0 + 13.5, ATTR.SLOT: 0,
+         ATTR.SEGMENTS: [seg(0, 0, 2.5, 0, 2, "paused"), seg(1, 6, 8.5, 2, 4, "paused"),
+                         seg(0, 9, 13.5, 4, 8, "complete")]}),
+    1: (TrialState.RUNNING, (0.7, 0.55, 0.45, 0.2), [1.3, 2.3, 4.25, 5.25],
+        {ATTR.START: T0 + 0.05, ATTR.SLOT: 0,
+         ATTR.PAUSED: paused_attr(4, 5.5, "rung 4"),
+         ATTR.SEGMENTS: [seg(1, 0.05, 2.55, 0, 2, "paused"), seg(0, 3, 5.5, 2, 4, "paused")]}),
+    2: (TrialState.PRUNED, (0.9, 0.8), [3.85, 4.85],
+        {ATTR.START: T0 + 2.6, ATTR.END: T0 + 8.6, ATTR.SLOT: 1,
+         ATTR.STOP_REASON: NOT_PROMOTED, ATTR.PAUSED: paused_attr(2, 5.1, "rung 2"),
+         ATTR.SEGMENTS: [seg(1, 2.6, 5.1, 0, 2, "paused")]}),
+    3: (TrialState.COMPLETE, (0.65, 0.5, 0.42, 0.36, 0.31, 0.28, 0.26, 0.23),
+        [9.85, 10.85, 15.25, 16.25, 17.25, 18.25, 19.25, 20.25],
+        {ATTR.START: T0 + 8.6, ATTR.END: T0 + 20.5, ATTR.SLOT: 0,
+         ATTR.ATTEMPTS: ["worker for slot 1 (pid 7) was killed by SIGKILL"],
+         ATTR.SEGMENTS: [seg(1, 8.6, 12.0, 0, 3, "crashed"),
+                         seg(0, 14.0, 20.5, 2, 8, "complete")]}),
+    4: (TrialState.PRUNED, (0.85, 0.75), [13.75, 14.75],
+        {ATTR.START: T0 + 12.5, ATTR.END: T0 + 15.0, ATTR.SLOT: 1, ATTR.STOP_REASON: BUDGET}),
+    5: (TrialState.RUNNING, (0.75, 0.6, 0.5), [16.75, 17.75],
+        {ATTR.START: T0 + 15.5, ATTR.SLOT: 1, ATTR.TARGET: 4,
+         ATTR.SEGMENTS: [seg(1, 15.5, 18.0, 0, 2, "paused"), seg(1, 19.0, None, 2, None, None)]}),
+}
+#: Seconds each trial trained (its segments, pauses left out), all on one device.
+PAUSE_TRAINED_S = {0: 9.5, 1: 5.0, 2: 2.5, 3: 9.9, 4: 2.5, 5: 2.5}
+
+
+def make_paused_study(storage: str | optuna.storages.BaseStorage) -> optuna.Study:
+    """:data:`PAUSE_SCENARIO` as the launcher's scheduler leaves it, with one ticket WAITING;
+    the schedule's rung ladder is stored where the pruners store theirs."""
+    if isinstance(storage, str):
+        storage = open_storage(storage)
+    study = optuna.create_study(study_name="paused", storage=storage, direction="minimize")
+    study.set_user_attr(CONFIG_ATTR, json.dumps(PAUSE_CONFIG))
+    store_pruner_settings(study, {"name": "sync_sh", "min_resource": 2, "reduction_factor": 2,
+                                  "max_resource": 8, "brackets": [list(PAUSE_RUNGS)],
+                                  "budgets": []})
+    for number, (state, curve, times, attrs) in PAUSE_SCENARIO.items():
+        trial = optuna.trial.create_trial(
+            state=state, value=curve[-1] if state == TrialState.COMPLETE else None,
+            params={"lr": 0.1 + number / 100, "activation": "relu"}, distributions=DISTRIBUTIONS,
+            user_attrs={ATTR.DEVICE: "cpu:0", ATTR.HOST: "box",
+                        ATTR.EPOCH_END_TIMES: [T0 + x for x in times], **attrs},
+            intermediate_values={k + 1: v for k, v in enumerate(curve)},
+        )
+        study.add_trial(trial)
+        assert study.trials[-1].number == number
+    study.enqueue_trial({})
+    return study
+
+
+@pytest.fixture(params=["inmemory", "journal"])
+def paused_study(request: pytest.FixtureRequest, tmp_path: Path) -> optuna.Study:
+    if request.param == "inmemory":
+        return make_paused_study(optuna.storages.InMemoryStorage())
+    spec = str(tmp_path / "paused.journal")
+    make_paused_study(spec)
+    return load(spec)  # read back from the file
+
+
+def test_snapshot_reads_pauses_and_segments(paused_study: optuna.Study) -> None:
+    snap = StudySnapshot.read(paused_study)
+    trials = {t.number: t for t in snap.trials}
+    paused = trials[1]
+    assert paused.state == "RUNNING" and paused.status == "PAUSED"
+    assert paused.paused == Pause(epoch=4, checkpoint="/ckpt/e4.ckpt", since=T0 + 5.5,
+                                  target=None, why="rung 4")
+    assert paused.paused.at_rung and paused.end is None
+    assert [(s.slot, s.from_epoch, s.to_epoch, s.how) for s in paused.segments] == [
+        (1, 0, 2, "paused"), (0, 2, 4, "paused")]
+    assert [(s.start, s.end) for s in paused.segments] == [
+        (pytest.approx(T0 + 0.05), pytest.approx(T0 + 2.55)), (T0 + 3.0, T0 + 5.5)]
+    assert all(s.listed and s.host == "box" and s.devices == 1 for s in paused.segments)
+    assert paused.busy_until(snap.horizon) == pytest.approx(T0 + 5.5)  # not up to the horizon
+    assert paused.times == tuple(pytest.approx(T0 + x) for x in PAUSE_SCENARIO[1][2])
+    # a finished trial is never paused, even with its last pause left behind
+    assert trials[2].paused is None and trials[2].status == "PRUNED"
+    assert trials[2].stopped_by == "pruner"  # not promoted by the schedule, not the budget
+    assert trials[4].stopped_by == "budget" and trials[4].segments == ()
+    (whole,) = trials[4].spans  # one segment: its whole run, on its slot
+    assert not whole.listed and (whole.slot, whole.start, whole.end) == (
+        1, T0 + 12.5, T0 + 15.0)
+    assert trials[3].epochs == 8 and trials[3].epochs_trained == 9  # epoch 3 trained twice
+    assert trials[5].status == "RUNNING" and trials[5].in_flight
+    assert trials[5].segments[-1].end is None and trials[5].epochs_trained == 3
+    assert {n: t.device_seconds for n, t in trials.items()} == pytest.approx(PAUSE_TRAINED_S)
+    assert [t.number for t in snap.paused] == [1]
+    assert snap.counts["RUNNING"] == 2  # Optuna's counts: a paused trial is RUNNING
+    assert snap.statuses == {"COMPLETE": 2, "PRUNED": 2, "FAIL": 0, "RUNNING": 1, "PAUSED": 1,
+                             "WAITING": 1}
+    assert snap.horizon == pytest.approx(T0 + 20.5)
+
+
+def test_summary_and_tables_count_paused_trials(paused_study: optuna.Study) -> None:
+    summary = summarize(paused_study)
+    assert summary["counts"] == {"COMPLETE": 2, "PRUNED": 2, "FAIL": 0, "RUNNING": 2,
+                                 "WAITING": 1}
+    assert summary["paused"] == 1
+    # the best value was reported by the paused trial
+    assert (summary["best_trial"], summary["best_step"], summary["best_state"]) == (1, 4, "PAUSED")
+    assert summary["best_complete_trial"] == 3
+    assert summary["epochs"] == 8 + 4 + 2 + 9 + 2 + 3  # trained, the retrained epoch included
+    assert summary["device_seconds"] == pytest.approx(sum(PAUSE_TRAINED_S.values()))  # no pauses
+    assert summary["unfinished"] == 1 and summary["slots"] == 2
+    assert not any(n.startswith("rungs:") for n in limitations(paused_study))  # no records kept
+    frame = trials_frame(paused_study).set_index("trial")
+    assert frame["state"].tolist() == ["COMPLETE", "RUNNING", "PRUNED", "COMPLETE", "PRUNED",
+                                       "RUNNING"]  # Optuna's
+    assert frame["paused"].tolist() == [False, True, False, False, False, False]
+    assert (frame.loc[1, "paused_epoch"], frame.loc[1, "paused_why"]) == (4, "rung 4")
+    assert frame.loc[1, "paused_since"] == pytest.approx(T0 + 5.5)
+    assert frame["paused_epoch"].drop(index=1).isna().all()
+    assert frame["segments"].tolist() == [3, 2, 1, 2, pd.NA, 2]
+    assert frame["epochs_trained"].tolist() == [8, 4, 2, 9, 2, 3]
+    assert frame["device_seconds"].to_dict() == pytest.approx(PAUSE_TRAINED_S)
+    assert math.isnan(frame.loc[1, "duration_s"])  # still running in Optuna's terms
+    assert frame.loc[2, "stopped_by"] == "pruner" and frame.loc[4, "stopped_by"] == "budget"
+    segments = segments_frame(paused_study)
+    listed = sum(len(attrs.get(ATTR.SEGMENTS, [])) for *_, attrs in PAUSE_SCENARIO.values())
+    assert len(segments) == listed + 1 and segments["listed"].sum() == listed  # + trial 4's
+    assert segments.groupby("trial")["duration_s"].sum().to_dict() == pytest.approx(
+        {**PAUSE_TRAINED_S, 5: 2.5})  # trial 5's segment in flight has no duration yet
+    assert segments.loc[segments["trial"] == 0, "slot"].tolist() == [0, 1, 0]
+    assert segments.loc[segments["how"] == "crashed", ["trial", "from_epoch", "to_epoch"]
+                        ].values.tolist() == [[3, 0, 3]]
+    assert segments["start_s"].min() == 0.0
+    # compute spent over time: segments only, and the retrained epoch counted
+    inc = incumbent_frame(paused_study)
+    last = inc.iloc[-1]
+    assert last["elapsed_s"] == pytest.approx(20.5)
+    assert last["device_seconds_spent"] == pytest.approx(sum(PAUSE_TRAINED_S.values()) + 1.5)
+    assert last["epochs_spent"] == 28 - 1  # trial 5's epoch 3 in flight has no end time yet
+
+
+def test_report_files_and_cli_show_paused_trials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = str(tmp_path / "paused.journal")
+    make_paused_study(spec)
+    out = tmp_path / "rep"
+    assert main(["--storage", spec, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "Trials: 7 (2 complete, 2 pruned, 1 running, 1 paused, 1 waiting)" in stdout
+    assert ("Paused (RUNNING in Optuna, resumed from their checkpoint by the next run): trial 1 "
+            "at epoch 4 (rung 4)") in stdout
+    assert "Best validation_error observed: 0.2, trial 1 at epoch 4 (PAUSED, to be resumed;" in (
+        stdout)
+    rows = {int(cells[2]): cells[3].split()[0] for line in stdout.splitlines()
+            if line.startswith("│") and (cells := line.split("│"))[1].strip()}
+    assert rows == {1: "PAUSED", 3: "COMPLETE", 0: "COMPLETE", 5: "RUNNING", 4: "PRUNED",
+                    2: "PRUNED"}
+    assert "rung records" not in stdout  # a pausing schedule keeps none: nothing is missing
+    assert "(+ 1 trial(s) training now: the segment in flight not counted in device-s)" in stdout
+    files = sorted(p.name for p in out.iterdir())
+    assert files == sorted(["trials.csv", "curves.csv", "incumbent.csv", "rungs.csv",
+                            "segments.csv", *PNGS])
+    trials = pd.read_csv(out / "trials.csv").set_index("trial")
+    assert trials.loc[1, "state"] == "RUNNING" and bool(trials.loc[1, "paused"])
+    assert trials.loc[1, "paused_epoch"] == 4 and not trials["paused"].drop(index=1).any()
+    segments = pd.read_csv(out / "segments.csv")
+    assert len(segments) == 11 and segments["trial"].tolist() == [0, 0, 0, 1, 1, 2, 3, 3, 4, 5, 5]
+    for name in PNGS:
+        height, width, _ = _png_shape(out / name)
+        assert width >= 900 and height >= 250, name
+
+
+def test_timeline_draws_each_segment_on_its_slot_with_the_pauses(
+    paused_study: optuna.Study,
+) -> None:
+    snap = StudySnapshot.read(paused_study)
+    segments = segments_frame(snap)
+    fig = plot_timeline(trials_frame(snap), snap.info, curves_frame(snap), segments)
+    ax = fig.axes[0]
+    bars = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith("trial-")}
+    assert sorted(bars) == sorted(["trial-0:1", "trial-0:2", "trial-0:3", "trial-1:1",
+                                   "trial-1:2", "trial-2:1", "trial-3:1", "trial-3:2",
+                                   "trial-4", "trial-5:1", "trial-5:2"])
+    for row in segments.itertuples(index=False):
+        bar = bars[f"trial-{row.trial}:{row.segment}" if row.listed else f"trial-{row.trial}"]
+        assert bar.get_x() == pytest.approx(row.start_s)
+        assert round(bar.get_y() + bar.get_height() / 2) == row.slot  # on its own slot
+        if pd.isna(row.end_s):  # in flight: up to the latest time known, hatched
+            assert bar.get_width() == pytest.approx(20.5 - row.start_s)
+            assert bar.get_hatch() == "//"
+        else:
+            assert bar.get_width() == pytest.approx(row.duration_s) and not bar.get_hatch()
+    paused_color = matplotlib.colors.to_rgba(STATE_COLORS["PAUSED"])
+    assert bars["trial-1:1"].get_facecolor() == bars["trial-1:2"].get_facecolor() == paused_color
+    assert bars["trial-0:1"].get_facecolor() == matplotlib.colors.to_rgba(
+        STATE_COLORS["COMPLETE"])
+    assert bars["trial-3:1"].get_edgecolor() == matplotlib.colors.to_rgba(STATE_COLORS["FAIL"])
+    # one dotted line per pause, from a segment's end to the next one's start
+    pauses = [line for line in ax.lines if (line.get_gid() or "").startswith("pause-")]
+    assert sorted(line.get_gid() for line in pauses) == [
+        "pause-0", "pause-0", "pause-1", "pause-3", "pause-5"]
+    joins = sorted((tuple(line.get_xdata()), tuple(line.get_ydata()))
+                   for line in pauses if line.get_gid() == "pause-0")
+    assert joins == [((2.5, 6.0), (0, 1)), ((8.5, 9.0), (1, 0))]
+    # the pauses are idle time: slot 0 trained 16 s, slot 1 17.4 s of the 20.5 s
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["slot 0\nidle 22%", "slot 1\nidle 15%"]
+    assert "1 paused" in ax.get_title()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "PAUSED (1)" in legend and "pause between a trial's segments" in legend
+    # without the segments: one bar per trial, a paused one up to its pause
+    whole = plot_timeline(trials_frame(snap), snap.info, curves_frame(snap))
+    bars = {p.get_gid(): p for p in whole.axes[0].patches}
+    assert len(bars) == len(snap.trials)
+    assert bars["trial-1"].get_width() == pytest.approx(5.45) and not bars["trial-1"].get_hatch()
+    assert bars["trial-1"].get_facecolor() == paused_color
+
+
+def test_rung_plot_shows_paused_promoted_and_stopped_trials(paused_study: optuna.Study) -> None:
+    snap = StudySnapshot.read(paused_study)
+    assert rungs_frame(snap).empty  # a pausing schedule keeps no rung records
+    fig = plot_rungs(curves_frame(snap), snap.info, rungs_frame(snap), trials_frame(snap))
+    assert "sync_sh, rungs 2, 4, 8 epochs" in fig.get_suptitle()
+
+    def points(gid: str) -> list[tuple[float, float]]:
+        return sorted((float(x), float(y)) for c in fig.axes[0].collections
+                      if c.get_gid() == gid for x, y in c.get_offsets())
+
+    # promoted: reported an epoch past the rung (the value where it reached the rung)
+    assert points("promoted") == sorted(  # trials 0, 1, 3, 5 at rung 2; 0 and 3 at rung 4
+        [(2, 0.5), (2, 0.55), (2, 0.5), (2, 0.6), (4, 0.35), (4, 0.36)])
+    assert points("paused") == [(4.0, 0.2)]  # trial 1 waits at rung 4
+    assert points("pruned") == [(2.0, 0.8)]  # trial 2 was not promoted from rung 2
+    assert points("stopped-by-budget") == [(2.0, 0.75)]
+    assert points("completed") == [(8.0, 0.23), (8.0, 0.24)]
+    assert points("running") == [(3.0, 0.5)]  # trial 5, training on
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["6 in, 4 on", "3 in, 2 on, 1 paused", "2 in"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("PAUSED here") and label.endswith("(1)") for label in legend)
+    # without the trials frame nothing says who is paused: trial 1 is drawn as RUNNING
+    plain = plot_rungs(curves_frame(snap), snap.info, rungs_frame(snap))
+    assert _points(plain, "paused") == 0 and _points(plain, "running") == 2
+
+
+def test_rung_records_of_a_paused_trial_say_paused(tmp_path: Path) -> None:
+    study = make_launcher_study(str(tmp_path / "p.journal"), running=False, waiting=0)
+    pruner = ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
+    trial = optuna.trial.create_trial(
+        state=TrialState.RUNNING, params={"lr": 0.05, "activation": "relu"},
+        distributions=DISTRIBUTIONS, intermediate_values={1: 0.5, 2: 0.4, 3: 0.01},
+        user_attrs={ATTR.SLOT: 0, ATTR.DEVICE: "cpu:0", ATTR.HOST: "box",
+                    ATTR.START: T0 + 40, ATTR.EPOCH_END_TIMES: [T0 + 41, T0 + 42, T0 + 43],
+                    ATTR.PAUSED: paused_attr(3, 43.1, "rung 3")},
+    )
+    study.add_trial(trial)
+    number = len(study.trials) - 1
+    record_rungs(study, pruner, number)
+    rungs = rungs_frame(study)
+    mine = rungs[rungs["trial"] == number].set_index("rung")["outcome"].to_dict()
+    assert mine == {1: "promoted", 3: "paused"}
+    fig = plot_rungs(curves_frame(study), study_info(study), rungs, trials_frame(study))
+    (paused,) = [c for c in fig.axes[0].collections if c.get_gid() == "paused"]
+    assert [tuple(p) for p in paused.get_offsets()] == [(3.0, 0.01)]
+    assert _points(fig, "running") == 0
+    assert [t.get_text() for t in fig.axes[0].texts][1] == "6 in, 3 on, 1 paused"
+
+
+JUNK = [
+    pytest.param("yes", "segments", id="strings"),
+    pytest.param(1, 3, id="numbers"),
+    pytest.param([4], {"start": 1}, id="list-and-dict"),
+    pytest.param(True, [1, None, "x", [2]], id="bool-and-list-of-junk"),
+    pytest.param({"epoch": "four", "since": "x", "target": True, "why": 5},
+                 [{"start": "a"}, {"end": 3}, {"start": T0 + 5, "end": T0 + 4}],
+                 id="fields-of-the-wrong-kind"),
+]
+
+
+@pytest.mark.parametrize(("paused", "segments"), JUNK)
+def test_attributes_written_by_another_tool_are_read_as_far_as_they_make_sense(
+    tmp_path: Path, paused: Any, segments: Any
+) -> None:
+    study = optuna.create_study(study_name="other", storage=open_storage(
+        str(tmp_path / "o.journal")))
+    for state in (TrialState.RUNNING, TrialState.COMPLETE):
+        study.add_trial(optuna.trial.create_trial(
+            state=state, value=0.5 if state == TrialState.COMPLETE else None,
+            params={"lr": 0.1}, distributions={"lr": DISTRIBUTIONS["lr"]},
+            intermediate_values={1: 0.6, 2: 0.5},
+            user_attrs={ATTR.PAUSED: paused, ATTR.SEGMENTS: segments, ATTR.SLOT: 0,
+                        ATTR.START: T0, ATTR.END: T0 + 3 if state.is_finished() else None}))
+    snap = StudySnapshot.read(study)
+    running, complete = snap.trials
+    assert running.segments == complete.segments == ()  # nothing placeable
+    assert complete.paused is None and complete.status == "COMPLETE"
+    if isinstance(paused, dict):  # a mapping says paused; its fields of the wrong kind don't
+        assert running.paused == Pause() and running.status == "PAUSED"
+    else:
+        assert running.paused is None and running.status == "RUNNING"
+    assert summarize(snap)["paused"] == int(isinstance(paused, dict))
+    paths = write_report(snap, tmp_path / "rep")
+    assert "segments.csv" not in paths and "timeline.png" in paths
+    assert len(segments_frame(snap)) == 2  # each trial's whole run
+
+
+def test_a_segment_with_fields_of_the_wrong_kind_keeps_what_it_can(tmp_path: Path) -> None:
+    study = optuna.create_study(study_name="other", storage=open_storage(
+        str(tmp_path / "o.journal")))
+    entries = [{"start": T0, "end": T0 + 2, "slot": "zero", "from_epoch": -1, "to_epoch": True,
+                "how": 5, "device": ["cpu"]}, {"start": T0 + 3, "end": T0 + 5, "slot": 1}]
+    study.add_trial(optuna.trial.create_trial(
+        state=TrialState.COMPLETE, value=0.5, params={}, distributions={},
+        intermediate_values={1: 0.6, 2: 0.5},
+        user_attrs={ATTR.SEGMENTS: entries, ATTR.DEVICE: "cuda:0,1", ATTR.END: T0 + 5}))
+    (trial,) = StudySnapshot.read(study).trials
+    first, second = trial.segments
+    assert (first.slot, first.from_epoch, first.to_epoch, first.how, first.device) == (
+        None, None, None, None, None)
+    assert trial.start == T0 and trial.end == T0 + 5 and trial.timing == "launcher"
+    assert trial.epochs_trained == 2  # the segments cannot say: the epochs reported
+    assert trial.device_seconds == pytest.approx((2 + 2) * 2)  # the trial's 2 devices each
+    fig = plot_timeline(trials_frame(study), study_info(study), None, segments_frame(study))
+    assert [p.get_gid() for p in fig.axes[0].patches] == ["trial-0:2"]  # the one with a slot

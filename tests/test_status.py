@@ -1,5 +1,6 @@
 """The launcher's live view, drawn by rich's ``Live`` on a fixed-width terminal console exactly
-as ``python -m lightning_hpo.launch`` sets it up, then read back line by line."""
+as ``python -m lightning_hpo.launch`` sets it up, then read back line by line; the ``lines``
+mode's output; and the closing summary read from a study with paused trials."""
 
 from __future__ import annotations
 
@@ -9,13 +10,16 @@ import time
 
 import optuna
 import pytest
+from optuna.distributions import FloatDistribution
+from optuna.trial import TrialState
 from rich.cells import cell_len
 from rich.console import Console
 
 from lightning_hpo.config import load_config
 from lightning_hpo.launch.devices import plan_slots
-from lightning_hpo.launch.status import Display
+from lightning_hpo.launch.status import Display, summary
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
+from lightning_hpo.schema import ATTR
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ERASE_LINE = "\x1b[2K"  # Live erases the previous frame line by line before each redraw
@@ -82,3 +86,108 @@ def test_live_view_puts_each_part_on_its_own_line(width: int, n_trials: int | No
     assert lines[-1].startswith("└") and lines[-1].endswith("┘")
     for number in sup.rows:  # every trial has its row, its number in the first column
         assert any(re.match(rf"│ +{number} │", line) for line in lines), view
+
+
+# ------------------------------------------------------------------------------------------
+# Paused trials (pausing schedules, crash resume).
+
+
+def _pause(sup: Supervisor, number: int, *, ended: bool) -> TrialRow:
+    """Trial ``number`` paused at epoch 4 on slot 1, as the supervisor marks it on a worker's
+    ``pause`` event: state PAUSED and ``paused_at``; ``ended`` also sets ``ended``, which the
+    display must not take for the end of the trial."""
+    now = time.time()
+    row = TrialRow(number, 1, "cpu:1", state="PAUSED", epochs=4, last=0.15,
+                   params={"lr": 0.3}, started=now - 10)
+    row.paused_at = now - 6  # type: ignore[attr-defined]  # (a field once the supervisor has it)
+    if ended:
+        row.ended = now - 6
+    sup.rows[number] = row
+    return row
+
+
+@pytest.mark.parametrize("ended", [pytest.param(False, id="not-ended"),
+                                   pytest.param(True, id="ended-set-too")])
+def test_live_view_shows_a_paused_trial_as_paused_and_not_finished(ended: bool) -> None:
+    sup = _supervisor(20)
+    _pause(sup, 3, ended=ended)
+    lines = _last_frame(120, sup)
+    view = "\n".join(lines)
+    words = _words(lines)
+    assert "1 paused" in words and "2/20 trials (this run)" in words, view  # not finished
+    order = [int(m.group(1)) for line in lines if (m := re.match(r"│ +(\d+) │", line))]
+    assert order == [2, 3, 1, 0], view  # running, then paused, then the latest finished first
+    (paused,) = [line for line in lines if re.match(r"│ +3 │", line)]
+    assert "│ PAUSED" in paused and "4/9" in paused and "0.1500" in paused, paused
+    assert " 4.0 s " in paused  # its segment, not the time since it paused
+
+
+@pytest.mark.parametrize("ended", [pytest.param(False, id="not-ended"),
+                                   pytest.param(True, id="ended-set-too")])
+def test_lines_mode_prints_each_pause_and_the_end(ended: bool) -> None:
+    sup = _supervisor(20)
+    console = Console(file=io.StringIO(), width=200, highlight=False, markup=False)
+    display = Display(sup.cfg, "lines", console)
+    display.update(sup)
+    display.update(sup)  # nothing new: nothing printed twice
+    _pause(sup, 3, ended=ended)
+    display.update(sup)
+    display.update(sup)
+    now = time.time()  # resumed on slot 0 (a new row), then it completes
+    sup.rows[3] = TrialRow(3, 0, "cpu:0", epochs=4, params={"lr": 0.3}, started=now - 3)
+    display.update(sup)
+    row = sup.rows[3]
+    row.state, row.epochs = "PAUSED", 8  # paused again at the next rung
+    if ended:
+        row.ended = now - 1
+    display.update(sup)
+    sup.rows[3] = TrialRow(3, 0, "cpu:0", epochs=8, params={"lr": 0.3}, started=now - 1)
+    display.update(sup)
+    row = sup.rows[3]
+    row.state, row.epochs, row.value, row.ended = "COMPLETE", 9, 0.02, now
+    display.update(sup)
+    printed = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert [line.split()[1:3] for line in printed] == [
+        ["0", "COMPLETE"], ["1", "PRUNED"], ["3", "PAUSED"], ["3", "PAUSED"], ["3", "COMPLETE"]]
+    assert "epochs   4  validation_error 0.1500" in printed[2]  # its last value, at the pause
+    assert "[slot 1 cpu:1, 4.0 s]" in printed[2]
+
+
+def _study_with_pauses(best: str) -> optuna.Study:
+    """A study as the scheduler leaves it: COMPLETE, not promoted (PRUNED with its pause left
+    behind and a stop reason), paused, running, waiting; ``best`` reported the best value."""
+    study = optuna.create_study(direction="minimize")
+    lr = {"lr": FloatDistribution(0.01, 1.0, log=True)}
+    paused = {"epoch": 4, "checkpoint": "/c.ckpt", "since": 1.0, "target": None, "why": "rung 4"}
+    trials = {
+        "complete": (TrialState.COMPLETE, {}),
+        "not-promoted": (TrialState.PRUNED, {ATTR.PAUSED: dict(paused, epoch=2),
+                                             ATTR.STOP_REASON: "not promoted from rung 2"}),
+        "paused": (TrialState.RUNNING, {ATTR.PAUSED: paused}),
+        "running": (TrialState.RUNNING, {ATTR.PAUSED: None, ATTR.TARGET: 8}),
+        "budget": (TrialState.PRUNED, {ATTR.STOP_REASON: "wall-clock budget reached"}),
+    }
+    for name, (state, attrs) in trials.items():
+        value = 0.01 if name == best else 0.5
+        study.add_trial(optuna.trial.create_trial(
+            state=state, value=0.3 if state == TrialState.COMPLETE else None,
+            params={"lr": 0.1}, distributions=lr, user_attrs=attrs,
+            intermediate_values={1: 0.6, 2: value}))
+    study.enqueue_trial({"lr": 0.2})
+    return study
+
+
+@pytest.mark.parametrize(("best", "whose"), [
+    pytest.param("paused", "trial 2 at epoch 2, PAUSED trial", id="paused-best"),
+    pytest.param("not-promoted", "trial 1 at epoch 2, PRUNED trial", id="not-promoted-best"),
+    pytest.param("budget", "trial 4 at epoch 2, stopped by the study's budget", id="budget-best"),
+])
+def test_summary_counts_paused_trials_apart_from_running(best: str, whose: str) -> None:
+    cfg = load_config("configs/quickstart.yaml", ["stop.n_trials=5"])
+    lines = summary(cfg, _study_with_pauses(best), None, "all trials done")
+    assert "Trials in the study: 1 complete, 2 pruned, 1 running, 1 paused, 1 waiting." in lines
+    assert any(line.startswith("Paused: 1 trial(s) wait with a checkpoint") and
+               "running the launcher on this study again resumes them" in line
+               for line in lines), lines
+    (seen,) = [line for line in lines if line.startswith("Best validation_error seen at any")]
+    assert f"0.0100 ({whose})" in seen, seen

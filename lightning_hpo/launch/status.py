@@ -1,7 +1,14 @@
 """What a person sees: a live table while the study runs, and a summary at the end.
 
 Three modes: ``live`` (a terminal: the table redraws in place with a progress bar), ``lines``
-(output is a file or a pipe: one line per finished trial), ``quiet`` (scripts: the summary only).
+(output is a file or a pipe: one line per finished or paused trial), ``quiet`` (scripts: the
+summary only).
+
+Under the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
+resume a trial may pause between two training segments: the supervisor's row then says
+``PAUSED`` (and is not finished: it trains again later, maybe on another slot), and in the study
+it stays RUNNING with :data:`ATTR.PAUSED <lightning_hpo.schema.ATTR>` set, which the closing
+summary counts apart from the trials still running.
 """
 
 from __future__ import annotations
@@ -20,14 +27,18 @@ from rich.table import Table
 from rich.text import Text
 
 from lightning_hpo.config import Config
+from lightning_hpo.launch.scheduler import is_paused
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
 from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import mask
 
 __all__ = ["Display", "summary"]
 
-_STYLE = {"RUNNING": "cyan", "COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red"}
-_ROWS = 14  # rows of the live table: running trials first, then the latest finished
+_STYLE = {"RUNNING": "cyan", "PAUSED": "magenta", "COMPLETE": "green", "PRUNED": "yellow",
+          "FAIL": "red"}
+#: Trial states in the order the summary counts them (PAUSED: RUNNING in Optuna, waiting).
+_ORDER = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "PAUSED", "WAITING")
+_ROWS = 14  # rows of the live table: running trials first, then paused, then finished
 _BAR_WIDTH = 40  # characters of the live view's progress bar
 
 
@@ -50,6 +61,38 @@ def _params(params: dict[str, Any]) -> str:
     )
 
 
+def _paused(row: TrialRow) -> bool:
+    """Whether a row's trial waits between two segments (it trains again later)."""
+    return row.state == "PAUSED"
+
+
+def _finished(row: TrialRow) -> bool:
+    """Whether a row's trial ended for good (a paused one did not, whatever its ``ended``)."""
+    return row.ended is not None and not _paused(row)
+
+
+def _paused_since(row: TrialRow) -> float | None:
+    """Unix s when a paused row paused (the supervisor's ``paused_at``, else ``ended``)."""
+    when = getattr(row, "paused_at", None)
+    return when if isinstance(when, (int, float)) else row.ended
+
+
+def _took(row: TrialRow) -> float:
+    """Seconds of the row's segment: to its end, its pause, or now."""
+    stop = _paused_since(row) if _paused(row) else row.ended
+    return (stop or time.time()) - row.started
+
+
+def _budget_stopped(trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether the study's budget stopped a PRUNED trial (not the pruner at an epoch, nor a
+    schedule that did not promote it from the rung it waited at)."""
+    attrs = trial.user_attrs
+    pause = attrs.get(ATTR.PAUSED)
+    decided = isinstance(attrs.get(ATTR.PRUNED_AT_EPOCH), int) or (
+        isinstance(pause, dict) and pause.get("target") is None)
+    return trial.state == TrialState.PRUNED and bool(attrs.get(ATTR.STOP_REASON)) and not decided
+
+
 def _best(rows: dict[int, TrialRow], direction: str) -> TrialRow | None:
     done = [r for r in rows.values() if r.state == "COMPLETE" and r.value is not None
             and math.isfinite(r.value)]
@@ -67,7 +110,7 @@ class Display:
         self.mode = mode
         self.console = console
         self._live: Live | None = None
-        self._printed: set[int] = set()
+        self._printed: dict[int, tuple[str, float | None]] = {}  # trial -> what was printed
         self._last_draw = 0.0
 
     def __enter__(self) -> Display:
@@ -81,29 +124,36 @@ class Display:
             self._live.__exit__(*exc)
 
     def update(self, sup: Supervisor) -> None:
+        """Show the supervisor's rows: redraw the live view, or in ``lines`` mode print each
+        trial once when it ends and once each time it pauses."""
         if self.mode == "lines":
             for row in sorted(sup.rows.values(), key=lambda r: r.number):
-                if row.ended is not None and row.number not in self._printed:
-                    self._printed.add(row.number)
+                if not (_finished(row) or _paused(row)):  # training: its next pause is news
+                    self._printed.pop(row.number, None)
+                    continue
+                seen = (row.state, _paused_since(row) if _paused(row) else row.ended)
+                if self._printed.get(row.number) != seen:
+                    self._printed[row.number] = seen
                     self.console.print(self._line(row), highlight=False, markup=False)
         elif self._live is not None and time.time() - self._last_draw > 0.25:
             self._last_draw = time.time()
             self._live.update(self.render(sup))
 
     def _line(self, row: TrialRow) -> str:
-        what = f"{row.state:<8} epochs {row.epochs:>3}  {self.cfg.metric} {_fmt(row.value)}"
+        value = row.last if _paused(row) else row.value
+        what = f"{row.state:<8} epochs {row.epochs:>3}  {self.cfg.metric} {_fmt(value)}"
         extra = f"  ({row.reason})" if row.reason else ""
-        took = (row.ended or time.time()) - row.started
         return (f"trial {row.number:>4}  {what}  {_params(row.params)}  "
-                f"[slot {row.slot} {row.device}, {took:.1f} s]{extra}")
+                f"[slot {row.slot} {row.device}, {_took(row):.1f} s]{extra}")
 
     def render(self, sup: Supervisor) -> Group:
         """The live view, each part starting on a line of its own at any console width.
 
-        A header (study, best value, elapsed time, slots), the progress bar with the goal
-        beside it, and the table of trials. Rich's ``ProgressBar`` ends no line, so it sits in
-        a one-row grid, which does; the header wraps rather than being cut off where the
-        console is narrow (the launcher's console soft-wraps, which Live would crop).
+        A header (study, best value, elapsed time, slots, paused trials), the progress bar
+        with the goal beside it, and the table of trials: running first, then paused (PAUSED:
+        waiting to train on), then the latest finished. Rich's ``ProgressBar`` ends no line,
+        so it sits in a one-row grid, which does; the header wraps rather than being cut off
+        where the console is narrow (the launcher's console soft-wraps, which Live would crop).
 
         Example::
 
@@ -111,7 +161,9 @@ class Display:
             >>> display.console.print(display.render(supervisor))  # doctest: +SKIP
         """
         rows = sup.rows
-        finished = sum(r.ended is not None for r in rows.values())
+        finished = sum(_finished(r) for r in rows.values())
+        paused = sorted((r for r in rows.values() if _paused(r)),
+                        key=lambda r: _paused_since(r) or 0.0, reverse=True)
         best = _best(rows, self.cfg.direction)
         stop = self.cfg.stop
         if stop.n_trials is not None:
@@ -126,6 +178,7 @@ class Display:
             (f"best {self.cfg.metric} {_fmt(best.value)} (trial {best.number})" if best
              else "no completed trial yet", "green"),
             f"  {_clock(sup.elapsed)} elapsed  {len(sup.slots)} slots",
+            f"  {len(paused)} paused" if paused else "",
             no_wrap=False, overflow="fold",  # wrap even on a soft-wrapping console
         )
         progress = Table.grid(padding=(0, 2))
@@ -133,16 +186,17 @@ class Display:
         table = Table(expand=False, header_style="bold")
         for column in ("trial", "state", "epochs", "last", "params", "slot/device", "elapsed"):
             table.add_column(column, justify="right" if column in ("trial", "epochs") else "left")
-        running = [r for r in rows.values() if r.ended is None]
-        ended = sorted((r for r in rows.values() if r.ended is not None),
+        running = sorted((r for r in rows.values() if r.ended is None and not _paused(r)),
+                         key=lambda r: r.slot)
+        ended = sorted((r for r in rows.values() if _finished(r)),
                        key=lambda r: r.ended or 0.0, reverse=True)
-        for row in sorted(running, key=lambda r: r.slot) + ended[: max(0, _ROWS - len(running))]:
-            took = (row.ended or time.time()) - row.started
+        shown = running + paused
+        for row in shown[: max(_ROWS, len(running))] + ended[: max(0, _ROWS - len(shown))]:
             table.add_row(
                 str(row.number), Text(row.state, style=_STYLE.get(row.state, "")),
-                f"{row.epochs}/{self.cfg.max_epochs}", _fmt(row.last if row.ended is None
-                                                            else row.value),
-                _params(row.params), f"{row.slot} {row.device}", f"{took:.1f} s",
+                f"{row.epochs}/{self.cfg.max_epochs}",
+                _fmt(row.value if _finished(row) else row.last),
+                _params(row.params), f"{row.slot} {row.device}", f"{_took(row):.1f} s",
             )
         return Group(head, progress, table)
 
@@ -174,14 +228,18 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
             print(line)
     """
     trials = study.get_trials(deepcopy=False)
-    counts = Counter(t.state.name for t in trials)
-    order = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
-    count_text = ", ".join(f"{counts[s]} {s.lower()}" for s in order if counts[s])
+    counts = Counter("PAUSED" if is_paused(t) else t.state.name for t in trials)
+    count_text = ", ".join(f"{counts[s]} {s.lower()}" for s in _ORDER if counts[s])
     storage = mask(cfg.storage)
     lines = [
         f"Study '{cfg.study}' stopped: {why}.",
         f"Trials in the study: {count_text or 'none'}.",
     ]
+    if counts["PAUSED"]:
+        lines.append(
+            f"Paused: {counts['PAUSED']} trial(s) wait with a checkpoint (RUNNING in Optuna, "
+            "with a `paused` attribute); running the launcher on this study again resumes them."
+        )
     if sup is not None:
         ran = Counter(r.state for r in sup.rows.values())
         lines.append(
@@ -206,8 +264,10 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         or (seen[0] < best_value if cfg.direction == "minimize" else seen[0] > best_value)
     ):
         value, trial, epoch = seen
-        whose = ("stopped by the study's budget" if trial.user_attrs.get(ATTR.STOP_REASON)
-                 else f"{trial.state.name} trial")
+        if _budget_stopped(trial):
+            whose = "stopped by the study's budget"
+        else:
+            whose = f"{'PAUSED' if is_paused(trial) else trial.state.name} trial"
         lines.append(
             f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {trial.number} at epoch "
             f"{epoch}, {whose}) with {trial.params}"

@@ -6,7 +6,7 @@ No torch here: the supervisor process uses it too.
 wins the creation (Optuna's unique study name decides) enqueues the ``initial`` configurations and
 then one empty *ticket* per remaining trial: WAITING trials whose unset hyperparameters the sampler
 fills in when a worker claims them. Creating or loading the study and topping up its queue happen
-under one lock per study (:func:`_setup_lock`: an advisory lock on PostgreSQL and MySQL, a file
+under one lock per study (:func:`study_lock`: an advisory lock on PostgreSQL and MySQL, a file
 lock beside an SQLite database or journal file), so two launchers starting together never both
 count the queue short and enqueue twice. A worker claims a ticket by moving it from WAITING to
 RUNNING, which the storage allows once (for SQLite, whose reads are not locked, a file lock beside
@@ -33,10 +33,10 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo._optuna import claim_waiting_trial, storage_of, trial_id_of
+from lightning_hpo._optuna import claim_waiting_trial, storage_of, study_id_of, trial_id_of
 from lightning_hpo.config import Config
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.schema import ATTR, CONFIG_ATTR
+from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import StorageSpec
 
 __all__ = [
@@ -44,9 +44,10 @@ __all__ = [
     "build_sampler",
     "claim_trial",
     "end_trial",
-    "fail_stale_trials",
+    "recover_stale_trials",
     "open_study",
     "stored_config",
+    "study_lock",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -63,9 +64,11 @@ def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSa
 
 
 def build_pruner(cfg: Config) -> optuna.pruners.BasePruner:
-    """The config's pruner: ours for asha and hyperband, Optuna's NopPruner for none."""
+    """The config's pruner: ours for asha and hyperband, Optuna's NopPruner for none and for the
+    pausing schedules (``sync_*``, ``mode: promotion``), where the launcher's scheduler decides
+    at rungs instead (:mod:`lightning_hpo.launch.scheduler`)."""
     p = cfg.pruner
-    if p.name == "none":
+    if p.name == "none" or p.pauses:
         return optuna.pruners.NopPruner()
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 
@@ -89,10 +92,12 @@ def open_study(
     if not queue:
         return _create_or_load(cfg, storage, sampler, pruner)
     _load(cfg, storage, sampler, pruner)  # refuse a wrong direction before making the lock file
-    with _setup_lock(cfg, storage):
+    with study_lock(cfg, storage, "setup"):
         study, created = _create_or_load(cfg, storage, sampler, pruner)
         if created:
             study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
+        if cfg.pruner.pauses:
+            _note_schedule(study, cfg)
             for params in cfg.initial:
                 study.enqueue_trial(params)
         _top_up(study, cfg)
@@ -181,6 +186,22 @@ def _create_or_load(
     return study, True
 
 
+def _note_schedule(study: optuna.Study, cfg: Config) -> None:
+    """Store a pausing schedule's settings and rung ladders as the study's
+    :data:`~lightning_hpo.schema.PRUNER_ATTR`, as the pruners do for theirs (for reports)."""
+    from lightning_hpo.launch.scheduler import build_schedule
+
+    p = cfg.pruner
+    settings = {
+        "name": p.name, "mode": "promotion" if p.name in ("asha", "hyperband") else "sync",
+        "min_resource": p.min_resource, "reduction_factor": p.reduction_factor,
+        "max_resource": p.max_resource, "brackets": build_schedule(cfg).ladders(), "budgets": [],
+    }
+    storage, study_id = storage_of(study), study_id_of(study)
+    if storage.get_study_system_attrs(study_id).get(PRUNER_ATTR) != settings:
+        storage.set_study_system_attr(study_id, PRUNER_ATTR, settings)
+
+
 def _top_up(study: optuna.Study, cfg: Config) -> None:
     if cfg.stop.n_trials is None:
         return
@@ -201,15 +222,19 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _setup_lock(cfg: Config, storage: optuna.storages.BaseStorage) -> Iterator[None]:
-    """Serialise creating, loading and queueing one study across processes and machines.
+def study_lock(
+    cfg: Config, storage: optuna.storages.BaseStorage, purpose: str = "setup"
+) -> Iterator[None]:
+    """Serialise one kind of work on one study across processes and machines.
 
-    PostgreSQL and MySQL: a session advisory lock keyed by the study name, held on a connection
-    of the storage's own engine (every machine on the database sees it). SQLite and journal
-    files: a file lock beside the file (one machine). Other storages: no lock.
+    ``purpose`` names the lock: ``setup`` (creating, loading and queueing the study) or
+    ``schedule`` (a pausing scheduler's decision, :mod:`lightning_hpo.launch.scheduler`).
+    PostgreSQL and MySQL: a session advisory lock keyed by the purpose and the study name, held
+    on a connection of the storage's own engine (every machine on the database sees it). SQLite
+    and journal files: a file lock beside the file (one machine). Other storages: no lock.
     """
     spec = StorageSpec(cfg.storage)
-    lock_path = spec.lock_path("setup")
+    lock_path = spec.lock_path(purpose)
     if lock_path is not None:  # a journal file or an SQLite database
         with _file_lock(lock_path):
             yield
@@ -224,7 +249,7 @@ def _setup_lock(cfg: Config, storage: optuna.storages.BaseStorage) -> Iterator[N
         return
     import sqlalchemy as sa
 
-    key = zlib.crc32(f"lightning_hpo:setup:{cfg.study}".encode())  # a stable 32-bit key
+    key = zlib.crc32(f"lightning_hpo:{purpose}:{cfg.study}".encode())  # a stable 32-bit key
     lock, unlock = (
         ("SELECT pg_advisory_lock(:key)", "SELECT pg_advisory_unlock(:key)")
         if dialect == "postgresql"
@@ -304,19 +329,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def fail_stale_trials(study: optuna.Study) -> list[int]:
-    """End as FAIL the RUNNING trials of this host whose launcher process is gone.
+def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
+    """Hand back the RUNNING trials of this host whose launcher process is gone.
 
-    Trials of other hosts are left alone: their launchers may be alive. Returns their numbers.
+    Each is resumed from its last checkpoint by the scheduler while ``stop.max_retries`` allows,
+    else ends FAIL with every attempt's reason (:func:`~lightning_hpo.launch.scheduler.crashed`).
+    Paused trials are left as they are (the scheduler resumes them); trials of other hosts too:
+    their launchers may be alive. Returns ``{number: "resumable" | "failed"}``.
     """
+    from lightning_hpo.launch.scheduler import crashed, is_paused
+
     host = socket.gethostname()
-    ended = []
+    outcome: dict[int, str] = {}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         attrs: dict[str, Any] = trial.user_attrs
         pid = attrs.get(ATTR.LAUNCHER_PID)
-        if attrs.get(ATTR.HOST) != host or not isinstance(pid, int) or _pid_alive(pid):
+        if (is_paused(trial) or attrs.get(ATTR.HOST) != host or not isinstance(pid, int)
+                or _pid_alive(pid)):
             continue
-        reason = f"launcher (pid {pid}) on {host} stopped while the trial ran; ended on resume"
-        if end_trial(study, trial.number, TrialState.FAIL, reason=reason):
-            ended.append(trial.number)
-    return ended
+        reason = f"launcher (pid {pid}) on {host} stopped while the trial ran"
+        result = crashed(study, trial.number, reason, cfg)
+        if result != "ended":
+            outcome[trial.number] = result
+    return outcome

@@ -6,17 +6,19 @@ order), with ``CUDA_VISIBLE_DEVICES`` set to its GPUs or its torch threads set t
 the cores. Workers report on a pipe, one JSON event a line; the supervisor turns those into the
 live status and notices when a worker dies:
 
-* a worker that exits non-zero or is killed has its running trial ended FAIL with the reason
-  (``worker for slot 1 (pid 4242) was killed by SIGKILL``), and the slot is started again;
+* a worker that exits non-zero or is killed hands its running trial back to the scheduler
+  (:func:`~lightning_hpo.launch.scheduler.crashed`): the next free slot resumes it from its last
+  checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason
+  (``worker for slot 1 (pid 4242) was killed by SIGKILL``); the slot is started again;
 * the study's own budget (``stop.max_wallclock_time``, ``stop.max_failed_trials``) sends every
   worker a :class:`~lightning_hpo.launch.protocol.StopOrder`: no more claims, and the running
-  trials end PRUNED with their learning curve and a ``stop_reason``, at their next epoch
-  boundary while ``stop.grace`` lasts, at their next batch after it;
-* SIGINT/SIGTERM of the launcher interrupt: every worker gets SIGTERM and the running trials end
-  FAIL ("interrupted: ..."). A signal during ``stop.grace`` ends the grace instead (the trials
-  still end PRUNED: the budget had already stopped the study);
+  trials pause at their last checkpoint with their learning curve and the reason, at their next
+  epoch boundary while ``stop.grace`` lasts, at their next batch after it; the next run resumes
+  them;
+* SIGINT/SIGTERM of the launcher interrupt: every worker gets SIGTERM and the running trials
+  pause the same way. A signal during ``stop.grace`` ends the grace instead;
 * a worker still alive :data:`GRACE_SECONDS` after its last order is killed, and any trial of
-  this launcher still RUNNING then is ended (PRUNED after a budget stop, FAIL otherwise).
+  this launcher still RUNNING and not paused then is paused at its last checkpoint.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from lightning_hpo.launch.protocol import (
     StopOrder,
     WorkerSpec,
 )
-from lightning_hpo.launch.study import end_trial
+from lightning_hpo.launch.scheduler import append_segment_to, crashed, interrupt
 from lightning_hpo.schema import ATTR, device_label
 
 __all__ = ["Supervisor", "TrialRow"]
@@ -77,6 +79,7 @@ class TrialRow:
     started: float = field(default_factory=time.time)
     ended: float | None = None
     fit_started: float | None = None
+    from_epoch: int = 0  # epochs in the checkpoint its current segment started from
 
 
 @dataclass
@@ -242,7 +245,14 @@ class Supervisor:
             number = event["trial"]
             worker.trial = number
             device = device_label(self.kind, worker.slot.devices)
-            self.rows[number] = TrialRow(number, worker.slot.index, device, started=now)
+            row = self.rows.get(number)
+            from_epoch = int(event.get("from_epoch") or 0)
+            if row is None:
+                row = self.rows[number] = TrialRow(number, worker.slot.index, device, started=now)
+            else:  # a paused trial resumed here
+                row.slot, row.device = worker.slot.index, device
+                row.state, row.ended = "RUNNING", None
+            row.epochs = row.from_epoch = from_epoch
         elif kind == "fit_start":
             row = self.rows.get(event["trial"])
             if row is not None:
@@ -254,6 +264,13 @@ class Supervisor:
             row = self.rows.get(event["trial"])
             if row is not None:
                 row.epochs, row.last = event["epoch"], event["value"]
+        elif kind == "pause":
+            row = self.rows.get(event["trial"])
+            if row is not None:
+                row.state, row.reason, row.ended = "PAUSED", event.get("reason"), now
+            worker.trial = None
+            worker.deaths_in_a_row = 0
+            self._slot_last_end[worker.slot.index] = now
         elif kind == "end":
             row = self.rows.get(event["trial"])
             if row is not None:
@@ -292,8 +309,7 @@ class Supervisor:
                    else f"exited with code {code}")
             reason = f"worker for slot {index} (pid {worker.process.pid}) {how}"
             if worker.trial is not None:
-                self._end(worker.trial, TrialState.FAIL, reason)
-                self._failed += 1
+                self._crashed(worker, reason)
             worker.deaths_in_a_row += 1
             if self.stop_reason is not None:
                 continue
@@ -314,24 +330,35 @@ class Supervisor:
         if self._workers.get(worker.slot.index) is worker:
             del self._workers[worker.slot.index]
 
-    def _end(self, number: int, state: TrialState, reason: str) -> None:
-        """End a trial its worker could not end, and show it so."""
-        end_trial(self.study, number, state, reason=reason)
+    def _crashed(self, worker: _Worker, reason: str) -> None:
+        """A worker died in a trial: hand the trial back for resume, or end it FAIL when its
+        retries are spent; show it so."""
+        number = worker.trial
+        assert number is not None
         row = self.rows.get(number)
-        if row is not None and row.ended is None:
-            row.state, row.reason, row.ended = state.name, reason, time.time()
-            if state == TrialState.PRUNED:
-                row.value = row.last
+        if row is not None:
+            append_segment_to(self.study, number, {
+                "slot": worker.slot.index, "device": row.device, "start": row.started,
+                "end": time.time(), "from_epoch": row.from_epoch, "to_epoch": row.epochs,
+                "how": "crashed",
+            })
+        outcome = crashed(self.study, number, reason, self.cfg)
+        if outcome == "failed":
+            self._failed += 1
+        if row is not None and outcome != "ended":
+            row.state = "PAUSED" if outcome == "resumable" else TrialState.FAIL.name
+            row.reason, row.ended = reason, time.time()
 
     def _end_unfinished(self, number: int, detail: str | None = None) -> None:
-        """End a trial still running when the launcher stops: PRUNED with its learning curve
-        after a budget stop, FAIL ("interrupted: ...") after a signal or an error."""
+        """Pause a trial still running when the launcher stops, at its last checkpoint, with
+        its learning curve: the next run resumes it."""
         why = self.stop_reason or "launcher stopped"
-        if self._order is not None:
-            self._end(number, TrialState.PRUNED, f"{why}; {detail or 'left running'}")
-        else:
-            self._end(number, TrialState.FAIL,
-                      f"interrupted: {why}" + (f" ({detail})" if detail else ""))
+        why = f"{why}; {detail or 'left running'}" if self._order is not None else (
+            f"interrupted: {why}" + (f" ({detail})" if detail else ""))
+        if interrupt(self.study, number, why, self.cfg.max_epochs):
+            row = self.rows.get(number)
+            if row is not None and row.ended is None:
+                row.state, row.reason, row.ended = "PAUSED", why, time.time()
 
     def _check_budget(self) -> None:
         """Start the budget stop when a criterion is met; end the grace when it is over."""
@@ -401,7 +428,9 @@ class Supervisor:
         """Any trial this launcher's workers left RUNNING is ended with the reason."""
         mine = os.getpid()
         for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine:
+            if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine and not isinstance(
+                trial.user_attrs.get(ATTR.PAUSED), dict
+            ):
                 self._end_unfinished(trial.number)
 
     # -- what the display reads --------------------------------------------------------------

@@ -11,14 +11,21 @@ It reads its config from ``LIGHTNING_HPO_CONFIG`` and its slot from ``LIGHTNING_
 (both JSON; environment, not argv, so the storage password stays out of ``ps``) and writes
 events as JSON lines to the file descriptor the supervisor passed.
 
+Each job is a *segment* (:class:`~lightning_hpo.launch.scheduler.Assignment`): train a trial
+until a number of epochs is done, from scratch or from the trial's resume checkpoint
+(``trial_NNNNN/resume.ckpt``, written by :class:`~lightning_hpo.checkpointing.ResumeCheckpoint`
+with the random-number state, so a resumed trial trains as it would have straight through).
+A segment that ends below ``max_epochs`` pauses the trial for the scheduler (a rung of
+``sync_sh`` or promotion ASHA).
+
 How a trial ends when it is stopped from outside:
 
-* the study's budget is spent (a :class:`~lightning_hpo.launch.protocol.StopOrder`): PRUNED,
-  keeping the values it reported, with ``stop_reason`` saying where it stopped
-  (``"wall-clock budget reached (stop.max_wallclock_time=200 s); stopped after epoch 7"``) and
-  its best checkpoint so far; during ``stop.grace`` it first finishes its epoch, and a trial
-  that reaches its last epoch ends COMPLETE as usual;
-* SIGTERM/SIGINT, or the launcher gone: FAIL, ``"interrupted: signal SIGTERM"``;
+* the study's budget is spent (a :class:`~lightning_hpo.launch.protocol.StopOrder`), or
+  SIGTERM/SIGINT, or the launcher gone: it *pauses* at its last checkpoint, keeping the values
+  it reported, with ``why`` saying where it stopped (``"wall-clock budget reached
+  (stop.max_wallclock_time=200 s); stopped after epoch 7"``), and the next run resumes it;
+  during ``stop.grace`` it first finishes its epoch, and a trial that reaches its last epoch
+  ends COMPLETE as usual;
 * a checkpoint that cannot be written (disk full, folder not writable): FAIL,
   ``"CheckpointWriteError: cannot write checkpoint /runs/s/trial_00003/best.ckpt: No space left
   on device"``; the worker goes on with the next trial.
@@ -35,6 +42,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -47,8 +55,10 @@ from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
 from lightning_hpo._ddp_channel import LeaderChannel
-from lightning_hpo._ddp_study import FollowerStudy, LeaderTrial
+from lightning_hpo._ddp_study import FollowerStudy, LeaderTrial, share_segment
+from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
 from lightning_hpo.callbacks import PruningCallback
+from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, ResumeCheckpoint
 from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
@@ -61,7 +71,13 @@ from lightning_hpo.launch.protocol import (
     WorkerSpec,
     read_stop_orders,
 )
-from lightning_hpo.launch.study import claim_trial, end_trial, open_study
+from lightning_hpo.launch.scheduler import (
+    WAIT_SECONDS,
+    Assignment,
+    Scheduler,
+    append_segment,
+)
+from lightning_hpo.launch.study import end_trial, open_study
 from lightning_hpo.models import build_model
 from lightning_hpo.schema import ATTR
 from lightning_hpo.space import suggest
@@ -94,16 +110,36 @@ class _Progress(L.Callback):
     """Records epoch end times and values (rank 0), emits events, and stops on request."""
 
     def __init__(
-        self, cfg: Config, trial_number: int, events: EventWriter, spec: WorkerSpec
+        self, cfg: Config, trial_number: int, events: EventWriter, spec: WorkerSpec,
+        trial: Any = None, rungs: tuple[int, ...] = (),
     ) -> None:
         self._metric = cfg.metric
         self._trial = trial_number
         self._events = events
         self._launcher_pid = spec.launcher_pid
+        self._live = trial  # rank 0's live trial: the resume point is written to it
+        self.rungs = rungs
         self.epoch_end_times: list[float] = []
         self.params: dict[str, Any] = {}
         self.budget_stop: str | None = None  # set when the budget stopped it at an epoch's end
         self.checkpoint: str | None = None  # the best checkpoint written, once fit is over
+        self.resume: ResumeCheckpoint | None = None
+        self.from_epoch = 0  # epochs in the checkpoint this segment started from
+        self.prior_times: list[float] = []  # the trial's epoch end times before this segment
+
+    def all_epoch_end_times(self) -> list[float]:
+        """One end time per epoch of the trial, across its segments: an epoch trained again
+        (a retrain from scratch) keeps its first time, one after a crash its new time."""
+        merged = list(self.prior_times)
+        for index, end in enumerate(self.epoch_end_times):
+            if self.from_epoch + index + 1 > len(merged):
+                merged.append(end)
+        return merged
+
+    def saved(self, epoch: int, path: str) -> None:
+        """A resume checkpoint was written (rank 0): the study learns where to resume from."""
+        if self._live is not None:
+            self._live.set_user_attr(ATTR.RESUME_POINT, {"epoch": epoch, "checkpoint": path})
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
@@ -117,6 +153,8 @@ class _Progress(L.Callback):
         if trainer.is_global_zero:
             value = trainer.callback_metrics.get(self._metric)
             self.epoch_end_times.append(time.time())
+            if self._live is not None:  # kept per epoch: a worker may die before the end
+                self._live.set_user_attr(ATTR.EPOCH_END_TIMES, self.all_epoch_end_times())
             self._events.emit(
                 "epoch", trial=self._trial, epoch=epoch,
                 value=None if value is None else float(value),
@@ -145,10 +183,6 @@ class _BudgetStop(Exception):
     """The study's budget stopped the trial: it ends PRUNED with what it reported."""
 
 
-class CheckpointWriteError(OSError):
-    """A checkpoint could not be written (disk full, folder not writable); names the file."""
-
-
 class _CheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint writer, with errors that name the checkpoint file and no
     truncated file left where the write failed (trial folders are local)."""
@@ -166,13 +200,22 @@ class _CheckpointIO(TorchCheckpointIO):
             ) from error
 
 
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """What one ``fit`` trains: until ``to_epoch`` epochs are done (``None``: ``max_epochs``),
+    from ``checkpoint`` (``None``: from scratch)."""
+
+    to_epoch: int | None = None
+    checkpoint: str | None = None
+
+
 def train(
-    trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress
+    trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress, segment: Segment = Segment()
 ) -> tuple[float, str | None]:
-    """Train one trial on this slot; every DDP rank runs it.
+    """Train one segment of a trial on this slot; every DDP rank runs it.
 
     Returns:
-        The metric after the last epoch, and the best checkpoint's path.
+        The metric after the segment's last epoch, and the best checkpoint's path.
 
     Raises:
         optuna.TrialPruned: the pruner stopped it.
@@ -181,6 +224,8 @@ def train(
         CheckpointWriteError: a checkpoint could not be written.
     """
     params = progress.params = suggest(trial, cfg.space)
+    if hasattr(trial, "share"):  # a DDP slot: the other ranks train the same segment
+        segment = Segment(**share_segment(trial, dataclasses.asdict(segment)))
     data_names = datamodule_hyperparameters(cfg.data)
     model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
     data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
@@ -195,13 +240,17 @@ def train(
         mode="min" if cfg.direction == "minimize" else "max", save_top_k=1,
         enable_version_counter=False,
     )
+    resume = progress.resume = ResumeCheckpoint(
+        trial_dir / "resume.ckpt", every=cfg.checkpoint.every, rungs=progress.rungs,
+        on_save=progress.saved,
+    )
     per_trial = len(spec.devices)
     trainer = L.Trainer(
         accelerator="gpu" if spec.kind == "gpu" else "cpu",
         devices=per_trial,
         strategy="ddp" if per_trial > 1 else "auto",
-        max_epochs=cfg.max_epochs,
-        callbacks=[pruning, progress, checkpoint],
+        max_epochs=segment.to_epoch or cfg.max_epochs,
+        callbacks=[pruning, progress, checkpoint, RandomState(), resume],
         plugins=[_CheckpointIO()],
         logger=CSVLogger(save_dir=str(trial_dir), name="", version=""),
         enable_progress_bar=False,
@@ -214,7 +263,7 @@ def train(
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
     try:
-        trainer.fit(model, datamodule=data)
+        trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint)
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
     pruning.raise_if_pruned()
@@ -249,11 +298,15 @@ def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> fl
 
 
 def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
-    """Rank 0 (or the only rank): claim, train, tell, until the budget or a stop says no."""
-    storage = open_storage(cfg.storage, create=False)
+    """Rank 0 (or the only rank): ask the scheduler, train the segment, tell, until the budget
+    or a stop says no."""
+    beat = None if cfg.heartbeat is None else (cfg.heartbeat.interval, cfg.heartbeat.grace_period)
+    storage = open_storage(cfg.storage, create=False, heartbeat=beat)
     study, _ = open_study(
         cfg, storage, queue=False, worker_offset=spec.slot + 1000 * spec.generation
     )
+    scheduler = Scheduler(study, cfg)
+    rungs = tuple(sorted({level for ladder in scheduler.schedule.ladders() for level in ladder}))
     channel = LeaderChannel() if len(spec.devices) > 1 else None
     events.emit("ready", slot=spec.slot, pid=os.getpid())
     trials_run = 0
@@ -261,58 +314,16 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
         while True:
             if spec.max_trials is not None and trials_run >= spec.max_trials:
                 return TRIAL_LIMIT
-            _Stop.read_orders()
-            if _Stop.reason is not None:
-                return _Stop.reason
-            if _Stop.budget is not None:
-                return _Stop.budget
-            if os.getppid() != spec.launcher_pid:
-                return "the launcher process stopped"
-            if spec.deadline is not None and time.time() >= spec.deadline:
-                return "wall-clock budget reached"
-            trial = claim_trial(study, cfg)
-            if trial is None:
+            why = _why_stop(spec)
+            if why is not None:
+                return why
+            job = scheduler.next(owner=f"{socket.gethostname()}:{os.getpid()}:{trials_run}")
+            if job == "wait":
+                time.sleep(WAIT_SECONDS)
+                continue
+            if job is None:
                 return "no trials left"
-            started = time.time()
-            # The supervisor learns of the trial first, and the launcher's pid is the first
-            # attribute: whenever this process dies from here on, the trial is ended for it.
-            events.emit("start", trial=trial.number, slot=spec.slot)
-            for key, value in {
-                ATTR.LAUNCHER_PID: spec.launcher_pid, ATTR.HOST: socket.gethostname(),
-                ATTR.SLOT: spec.slot, ATTR.DEVICE: spec.device_label, ATTR.PID: os.getpid(),
-                ATTR.START: started,
-            }.items():
-                trial.set_user_attr(key, value)
-            if channel is not None:
-                channel.begin_trial(trial.number)
-            shared = LeaderTrial(trial, channel) if channel is not None else trial
-            state, value, reason = TrialState.FAIL, None, None
-            progress = _Progress(cfg, trial.number, events, spec)
-            try:
-                value, checkpoint = train(shared, cfg, spec, progress)
-                if math.isfinite(value):
-                    state = TrialState.COMPLETE
-                else:
-                    reason = f"{cfg.metric} is {value}"
-                trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
-            except optuna.TrialPruned:
-                state = TrialState.PRUNED
-            except _BudgetStop as stop:  # the study's budget, not the trial: keep its curve
-                state, reason = TrialState.PRUNED, str(stop)
-                trial.set_user_attr(ATTR.CHECKPOINT, progress.checkpoint)
-            except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
-                reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
-                _Stop.reason = _Stop.reason or reason
-            except Exception as error:  # a user model's bug, OOM, bad data: the trial fails
-                reason = f"{type(error).__name__}: {error}"[:2000]
-                _logger.exception("trial %d failed", trial.number)
-            trial.set_user_attr(ATTR.EPOCHS, len(progress.epoch_end_times))
-            trial.set_user_attr(ATTR.EPOCH_END_TIMES, progress.epoch_end_times)
-            trial.set_user_attr(ATTR.END, time.time())
-            if state == TrialState.FAIL and reason is None:
-                reason = "unknown"
-            end_trial(study, trial.number, state, value=value, reason=reason)
-            events.emit("end", trial=trial.number, state=state.name, value=value, reason=reason)
+            _run_segment(cfg, spec, events, study, job, channel, rungs)
             trials_run += 1
     finally:
         if channel is not None:
@@ -320,6 +331,157 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 channel.finish()
             except Exception:  # the group may be gone after an interrupt; nothing to tell
                 _logger.debug("could not tell follower ranks to stop", exc_info=True)
+
+
+def _why_stop(spec: WorkerSpec) -> str | None:
+    """Why this worker must not start another segment, or None."""
+    _Stop.read_orders()
+    if _Stop.reason is not None:
+        return _Stop.reason
+    if _Stop.budget is not None:
+        return _Stop.budget
+    if os.getppid() != spec.launcher_pid:
+        return "the launcher process stopped"
+    if spec.deadline is not None and time.time() >= spec.deadline:
+        return "wall-clock budget reached"
+    return None
+
+
+def _run_segment(
+    cfg: Config, spec: WorkerSpec, events: EventWriter, study: optuna.Study, job: Assignment,
+    channel: LeaderChannel | None, rungs: tuple[int, ...],
+) -> None:
+    """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused."""
+    trial = job.trial
+    started = time.time()
+    # The supervisor learns of the trial first, and the launcher's pid is the first attribute:
+    # whenever this process dies from here on, the trial is handed back for it.
+    events.emit("start", trial=trial.number, slot=spec.slot, from_epoch=job.from_epoch,
+                to_epoch=job.to_epoch, resumed=job.resumed)
+    attrs: dict[str, Any] = {
+        ATTR.LAUNCHER_PID: spec.launcher_pid, ATTR.HOST: socket.gethostname(),
+        ATTR.SLOT: spec.slot, ATTR.DEVICE: spec.device_label, ATTR.PID: os.getpid(),
+    }
+    if not job.resumed:
+        attrs[ATTR.START] = started
+    for key, value in attrs.items():
+        trial.set_user_attr(key, value)
+    if channel is not None:
+        channel.begin_trial(trial.number)
+    shared = LeaderTrial(trial, channel) if channel is not None else trial
+    state: TrialState | None = TrialState.FAIL
+    value, reason, how = None, None, "failed"
+    progress = _Progress(cfg, trial.number, events, spec, trial=trial, rungs=rungs)
+    known = list(trial.user_attrs.get(ATTR.EPOCH_END_TIMES) or [])
+    progress.from_epoch = job.from_epoch
+    progress.prior_times = known[: job.from_epoch] if job.checkpoint is not None else known
+    heartbeat = _Heartbeat(study, trial, cfg.heartbeat.interval) if cfg.heartbeat else None
+    try:
+        value, checkpoint = train(shared, cfg, spec, progress,
+                                  Segment(job.to_epoch, job.checkpoint))
+        trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
+        if job.to_epoch < cfg.max_epochs:
+            state, how, reason = None, "paused", f"rung {job.to_epoch}"
+        elif math.isfinite(value):
+            state, how = TrialState.COMPLETE, "complete"
+        else:
+            reason = f"{cfg.metric} is {value}"
+    except optuna.TrialPruned:
+        state, how = TrialState.PRUNED, "pruned"
+    except _BudgetStop as stop:  # the study's budget, not the trial: it pauses
+        state, how, reason = None, "interrupted", str(stop)
+        trial.set_user_attr(ATTR.CHECKPOINT, progress.checkpoint)
+    except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
+        state, how = None, "interrupted"
+        reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
+        _Stop.reason = _Stop.reason or reason
+    except Exception as error:  # a user model's bug, OOM, bad data: the trial fails
+        reason = f"{type(error).__name__}: {error}"[:2000]
+        _logger.exception("trial %d failed", trial.number)
+    finally:
+        if heartbeat is not None:
+            heartbeat.stop()
+    if not _still_owner(study, trial, job.owner):
+        _logger.warning("trial %d was handed to another worker meanwhile; its segment here is "
+                        "dropped", trial.number)
+        events.emit("end", trial=trial.number, state="LOST", value=None, reason="handed over")
+        return
+    _record_epochs(trial, job, progress, spec, started, how)
+    if state is None:  # paused: at a rung, or interrupted before its target
+        last = progress.resume.last if progress.resume is not None else None
+        # At a rung the segment's last epoch was saved; an interruption resumes from the last
+        # checkpoint written, or from where the segment started when it wrote none.
+        epoch, path = last if last is not None else (job.from_epoch, job.checkpoint)
+        Scheduler(study, cfg).pause(
+            trial.number, epoch=epoch, checkpoint=path, why=reason or how,
+            target=job.to_epoch if how == "interrupted" else None,
+        )
+        events.emit("pause", trial=trial.number, epoch=epoch, reason=reason)
+        return
+    if state == TrialState.FAIL and reason is None:
+        reason = "unknown"
+    end_trial(study, trial.number, state, value=value, reason=reason)
+    _remove_resume_checkpoint(trial)
+    events.emit("end", trial=trial.number, state=state.name, value=value, reason=reason)
+
+
+class _Heartbeat:
+    """Records Optuna's RDB heartbeat of a trial every ``interval`` seconds while it trains
+    (``heartbeat:`` in the config), so that another launcher sees this machine is alive."""
+
+    def __init__(self, study: optuna.Study, trial: optuna.Trial, interval: int) -> None:
+        self._storage = backend_of(study)
+        self._trial_id = trial_id_of(trial)
+        self._interval = interval
+        self._done = threading.Event()
+        self._storage.record_heartbeat(self._trial_id)  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="heartbeat")
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._done.wait(self._interval):
+            try:
+                self._storage.record_heartbeat(self._trial_id)  # type: ignore[attr-defined]
+            except Exception:  # the database is briefly away: the next beat may make it
+                _logger.warning("could not record the heartbeat", exc_info=True)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(timeout=5)
+
+
+def _still_owner(study: optuna.Study, trial: optuna.Trial, owner: str) -> bool:
+    """False when the scheduler handed the trial to another worker (a heartbeat ran late)."""
+    frozen = storage_of(study).get_trial(trial_id_of(trial))
+    return frozen.user_attrs.get(ATTR.OWNER) == owner and frozen.state == TrialState.RUNNING
+
+
+def _record_epochs(
+    trial: optuna.Trial, job: Assignment, progress: _Progress, spec: WorkerSpec,
+    started: float, how: str,
+) -> None:
+    """The trial's epoch count, epoch end times and segments, across all its segments."""
+    attrs = trial.user_attrs
+    times = progress.all_epoch_end_times()
+    from_epoch = 0 if job.checkpoint is None else job.from_epoch
+    done = from_epoch + len(progress.epoch_end_times)
+    trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + len(progress.epoch_end_times)
+    trial.set_user_attr(ATTR.EPOCHS, max(done, int(attrs.get(ATTR.EPOCHS) or 0)))
+    trial.set_user_attr(ATTR.EPOCH_END_TIMES, times)
+    trial.set_user_attr(ATTR.EPOCHS_TRAINED, trained)
+    trial.set_user_attr(ATTR.END, time.time())
+    append_segment(trial, {
+        "slot": spec.slot, "device": spec.device_label, "start": started, "end": time.time(),
+        "from_epoch": from_epoch, "to_epoch": done, "how": how,
+    })
+
+
+def _remove_resume_checkpoint(trial: optuna.Trial) -> None:
+    """A finished trial's resume checkpoint is not needed any more (its best one is kept)."""
+    point = trial.user_attrs.get(ATTR.RESUME_POINT)
+    if isinstance(point, dict) and isinstance(point.get("checkpoint"), str):
+        with contextlib.suppress(OSError):
+            os.remove(point["checkpoint"])
 
 
 def _run_follower(cfg: Config, spec: WorkerSpec) -> None:

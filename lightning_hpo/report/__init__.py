@@ -18,8 +18,10 @@ Python API (the CLI prints and writes exactly these)::
     curves = curves_frame(snap)                        # one row per reported epoch
     inc = incumbent_frame(snap)                        # best-so-far over wall-clock
     rungs = rungs_frame(snap)                          # the pruner's rung records
+    segments = segments_frame(snap)                    # where and when each trial trained
     summarize(snap)["best_value"]                      # best value reported at any epoch
     summarize(snap)["device_seconds"]                  # compute spent, device-seconds
+    summarize(snap)["paused"]                          # trials waiting between segments
     paths = write_report(snap, "reports/quickstart")   # {"trials.csv": Path, ..., "rungs.png": ...}
 
     asha, rs = load("runs/asha.journal"), load("runs/random.journal")
@@ -52,15 +54,32 @@ from lightning_hpo.report.plots import (
     plot_rungs,
     plot_timeline,
 )
-from lightning_hpo.report.snapshot import RANK_ORDER, STATES, StudySnapshot, TrialRecord
+from lightning_hpo.report.snapshot import (
+    RANK_ORDER,
+    STATES,
+    STATUSES,
+    Pause,
+    Segment,
+    StudySnapshot,
+    TrialRecord,
+)
 from lightning_hpo.report.summary import limitations, summarize
-from lightning_hpo.report.tables import curves_frame, incumbent_frame, rungs_frame, trials_frame
+from lightning_hpo.report.tables import (
+    curves_frame,
+    incumbent_frame,
+    rungs_frame,
+    segments_frame,
+    trials_frame,
+)
 
 __all__ = [
     "RANK_ORDER",
     "STATES",
     "STATE_COLORS",
+    "STATUSES",
     "Comparison",
+    "Pause",
+    "Segment",
     "StudyInfo",
     "StudySnapshot",
     "TrialRecord",
@@ -76,6 +95,7 @@ __all__ = [
     "plot_rungs",
     "plot_timeline",
     "rungs_frame",
+    "segments_frame",
     "study_info",
     "summarize",
     "trials_frame",

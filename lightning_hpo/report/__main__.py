@@ -28,7 +28,8 @@ from rich.text import Text
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.storage import mask, mask_text
 
-_STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cyan"}
+_STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cyan",
+          "PAUSED": "magenta"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,9 +37,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lightning_hpo.report",
         description="Report on an Optuna study, ours or any other: a table of the best trials,\n"
         "counts by state, the best value reported at any epoch of any trial and the best\n"
-        "COMPLETE trial, the compute spent (epochs, device-seconds), trials.csv, curves.csv,\n"
-        "incumbent.csv, rungs.csv, and four plots: incumbent trajectory, learning curves,\n"
-        "rungs (one panel per bracket), worker timeline. With --compare, overlay several\n"
+        "COMPLETE trial, the compute spent (epochs, device-seconds), the paused trials,\n"
+        "trials.csv, curves.csv, incumbent.csv, rungs.csv, segments.csv (trials trained in\n"
+        "segments), and four plots: incumbent trajectory, learning curves, rungs (one panel\n"
+        "per bracket), worker timeline (one bar per segment). With --compare, overlay several\n"
         "studies' incumbent trajectories and show the time and epochs each took to reach the\n"
         "others' best.",
         epilog="examples:\n"
@@ -104,6 +106,8 @@ def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
         how = f"stopped by the study's budget: {summary['best_stop_reason']}"
     elif state == "PRUNED":
         how = "PRUNED by the pruner"
+    elif state == "PAUSED":
+        how = "PAUSED, to be resumed"
     else:
         how = str(state)
     at = "" if summary["best_step"] is None else f" at epoch {summary['best_step']}"
@@ -119,6 +123,14 @@ def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
     return lines
 
 
+def _paused_words(trial: Any) -> str:
+    """``trial 3 at epoch 4 (rung 4)``: a paused trial, where and why it waits."""
+    pause = trial.paused
+    at = "" if pause.epoch is None else f" at epoch {pause.epoch}"
+    why = "" if pause.why is None else f" ({pause.why})"
+    return f"trial {trial.number}{at}{why}"
+
+
 def _safe(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
 
@@ -128,7 +140,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
 
     from lightning_hpo.report import (
         RANK_ORDER,
-        STATES,
+        STATUSES,
         StudySnapshot,
         limitations,
         load,
@@ -161,7 +173,8 @@ def _report(args: argparse.Namespace, console: Console) -> None:
             table.add_column(column, justify="right" if numeric else "left", no_wrap=True)
     param_columns = [c for c in trials.columns if c.startswith("params_")]
     for _, row in shown.iterrows():
-        state = Text(str(row["state"]), style=_STYLE.get(str(row["state"]), ""))
+        status = "PAUSED" if row["paused"] else str(row["state"])
+        state = Text(status, style=_STYLE.get(status, ""))
         if row["stopped_by"] == "budget":
             state.append(" (budget)", style="dim")
         best = Text(_fmt(row["best_value"]))
@@ -171,22 +184,28 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         table.add_row(
             str(int(row["rank"])), str(row["trial"]), state, str(row["epochs"]), best,
             _fmt(last),
-            "running" if row["state"] == "RUNNING" else _duration(row["duration_s"]),
+            status.lower() if status in ("RUNNING", "PAUSED") else _duration(row["duration_s"]),
             _params(row, param_columns),
         )
     console.print(table)
     if (shown["stopped_by"] == "budget").any():
         console.print("PRUNED (budget): stopped when the study's budget was spent, not by the "
                       "pruner (trials.csv: stop_reason)")
-    counts = summary["counts"]
-    text = ", ".join(f"{counts[s]} {s.lower()}" for s in STATES if counts.get(s))
+    counts = dict(summary["counts"], PAUSED=summary["paused"])
+    counts["RUNNING"] = counts.get("RUNNING", 0) - summary["paused"]
+    text = ", ".join(f"{counts[s]} {s.lower()}" for s in STATUSES if counts.get(s))
     console.print(f"Trials: {summary['n_trials']} ({text})")
+    paused = [t for t in snap.trials if t.paused is not None]
+    if paused:
+        console.print("Paused (RUNNING in Optuna, resumed from their checkpoint by the next "
+                      "run): " + "; ".join(_paused_words(t) for t in paused[:8])
+                      + ("; ..." if len(paused) > 8 else ""))
     for line in _best_lines(summary, info.metric):
         console.print(line)
     slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
     device_s = summary["device_seconds"]
-    running = (f" (+ {summary['unfinished']} running trial(s) not counted in device-s)"
-               if summary["unfinished"] else "")
+    running = (f" (+ {summary['unfinished']} trial(s) training now: the segment in flight not "
+               "counted in device-s)" if summary["unfinished"] else "")
     console.print(f"Compute: {summary['epochs']} epochs, {device_s:.1f} device-s "
                   f"({device_s / 3600:.3g} device-h){slots} in "
                   f"{_duration(summary['wall_clock_s'])} wall-clock{running}")

@@ -23,7 +23,13 @@ from lightning_hpo.report.plots import (
     plot_timeline,
 )
 from lightning_hpo.report.snapshot import Source, StudySnapshot
-from lightning_hpo.report.tables import curves_frame, incumbent_frame, rungs_frame, trials_frame
+from lightning_hpo.report.tables import (
+    curves_frame,
+    incumbent_frame,
+    rungs_frame,
+    segments_frame,
+    trials_frame,
+)
 
 __all__ = ["write_compare", "write_report"]
 
@@ -34,7 +40,9 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     Files: ``trials.csv`` (:func:`~lightning_hpo.report.trials_frame`), ``curves.csv``
     (:func:`~lightning_hpo.report.curves_frame`), ``incumbent.csv``
     (:func:`~lightning_hpo.report.incumbent_frame`), ``rungs.csv``
-    (:func:`~lightning_hpo.report.rungs_frame`, for a study with our pruner), and the plots
+    (:func:`~lightning_hpo.report.rungs_frame`, for a study with our pruner), ``segments.csv``
+    (:func:`~lightning_hpo.report.segments_frame`, for a study whose trials list their training
+    segments: pausing schedules, crash resume), and the plots
     ``incumbent.png``, ``learning_curves.png``, ``rungs.png`` (one panel per bracket) and
     ``timeline.png`` where the study has what they need (see
     :func:`~lightning_hpo.report.limitations`).
@@ -64,9 +72,12 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     info = snap.info
     trials, curves, inc = trials_frame(snap), curves_frame(snap), incumbent_frame(snap)
     rungs = rungs_frame(snap) if info.brackets else None
+    segments = segments_frame(snap)
     tables = {"trials.csv": trials, "curves.csv": curves, "incumbent.csv": inc}
     if rungs is not None:
         tables["rungs.csv"] = rungs
+    if any(t.segments for t in snap.trials):
+        tables["segments.csv"] = segments
     figures: dict[str, Figure] = {}
     improved = inc[inc["improved"]]
     if not improved.empty:
@@ -76,9 +87,9 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     if not curves.empty:
         best = None if improved.empty else int(improved["best_trial"].iloc[-1])
         figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best)
-        figures["rungs.png"] = plot_rungs(curves, info, rungs)
-    if trials["slot"].notna().any():
-        figures["timeline.png"] = plot_timeline(trials, info, curves)
+        figures["rungs.png"] = plot_rungs(curves, info, rungs, trials)
+    if segments["slot"].notna().any():
+        figures["timeline.png"] = plot_timeline(trials, info, curves, segments)
     paths: dict[str, Path] = {}
     try:
         for name, frame in tables.items():

@@ -43,8 +43,9 @@ class StudyInfo:
         name: the study name.
         direction: ``"minimize"`` or ``"maximize"``.
         metric: the metric name from the launcher config, else ``"value"``.
-        pruner: ``"asha"`` or ``"hyperband"`` (as the pruner stored itself), ``"none"`` (the
-            launcher config says so), or ``None`` when unknown.
+        pruner: ``"asha"`` or ``"hyperband"`` (as the pruner stored itself; a pausing
+            schedule's name, e.g. ``"sync_sh"``, where the launcher stored its ladder the same
+            way), ``"none"`` (the launcher config says so), or ``None`` when unknown.
         rungs: rung levels in epochs (empty when there is no pruner or it is unknown); for
             Hyperband, those of bracket 0 (the most aggressive).
         max_epochs: epochs a trial may train (``None`` when unknown).
@@ -74,6 +75,31 @@ class StudyInfo:
     def from_launcher(self) -> bool:
         """Whether the launcher created the study (its config is stored with it)."""
         return bool(self.config)
+
+    @property
+    def schedule(self) -> str | None:
+        """The schedule in words: the pruner's name, with ``promotion`` for promotion-type
+        ASHA or Hyperband (the launcher config's ``pruner.mode``); ``None`` when unknown.
+
+        Example::
+
+            >>> StudyInfo("d", "minimize", pruner="asha",
+            ...           config={"pruner": {"name": "asha", "mode": "promotion"}}).schedule
+            'asha promotion'
+        """
+        spec = self.config.get("pruner")
+        name = self.pruner or (spec.get("name") if isinstance(spec, Mapping) else None)
+        if not isinstance(name, str):
+            return None
+        mode = spec.get("mode") if isinstance(spec, Mapping) else None
+        return f"{name} promotion" if mode == "promotion" else name
+
+    @property
+    def pauses(self) -> bool:
+        """Whether its trials pause at rungs (``sync_sh``, ``sync_hyperband``, ``mode:
+        promotion``): a schedule decides there, and leaves no rung records of a pruner."""
+        schedule = self.schedule or ""
+        return schedule.startswith("sync_") or schedule.endswith(" promotion")
 
     def better(self, a: float, b: float) -> bool:
         """Whether value ``a`` is at least as good as ``b`` in this study's direction."""

@@ -50,12 +50,14 @@ __all__ = [
 
 _logger = logging.getLogger(__name__)
 
-#: Colours of trial states, as the launcher's live table shows them.
+#: Colours of trial states, as the launcher's live table shows them (PAUSED: a RUNNING trial
+#: waiting between two training segments).
 STATE_COLORS = {
     "COMPLETE": "#2ca02c",
     "PRUNED": "#e0a800",
     "FAIL": "#d62728",
     "RUNNING": "#17becf",
+    "PAUSED": "#e377c2",
 }
 _WALL = "wall-clock since the study's first trial started (s)"
 _DPI = 110
@@ -304,6 +306,8 @@ def plot_learning_curves(
 # ------------------------------------------------------------------------------------------
 _RUNG_MARKERS: dict[str, dict[str, Any]] = {
     "promoted": {"marker": "^", "color": "#2ca02c", "label": "promoted past the rung"},
+    "paused": {"marker": "p", "color": STATE_COLORS["PAUSED"], "size": 70,
+               "label": "PAUSED here (waits to be promoted or resumed)"},
     "pruned": {"marker": "X", "color": "#d62728", "label": "PRUNED here by the pruner"},
     "stopped-by-budget": {"marker": "s", "color": "0.35",
                           "label": "stopped by the study's budget (last epoch)"},
@@ -314,26 +318,49 @@ _RUNG_MARKERS: dict[str, dict[str, Any]] = {
 
 
 def _rung_points(
-    curves: pd.DataFrame, rungs: pd.DataFrame | None
+    curves: pd.DataFrame,
+    rungs: pd.DataFrame | None,
+    brackets: tuple[tuple[int, ...], ...],
+    paused: dict[int, int | None],
 ) -> pd.DataFrame:
     """One row per marker: (bracket, trial, step, value, kind).
 
-    Promotions and prunings come from the pruner's records (``rungs``); every trial's last
-    epoch gets a marker by how it ended, except a trial PRUNED where its record says so.
+    Promotions, prunings and pauses at rungs come from the pruner's records (``rungs``); for
+    a trial without records (a pausing schedule keeps none) a promotion is read from its
+    curve: it reported an epoch past the rung of its bracket. A paused trial (``paused``:
+    trial -> the epoch it waits at) is marked where it waits; every other trial's last epoch
+    gets a marker by how it ended, except a trial PRUNED where its record says so.
     """
     rows = []
-    pruned_at_rung: set[int] = set()
+    marked: set[int] = set()  # trials whose record already marks where they stopped or wait
+    recorded: set[int] = set()
     if rungs is not None:
         for row in rungs.itertuples(index=False):
-            if row.outcome in ("promoted", "pruned"):
+            recorded.add(int(row.trial))
+            if row.outcome in ("promoted", "pruned", "paused"):
                 rows.append({"bracket": row.bracket, "trial": row.trial, "step": row.rung,
                              "value": row.value, "kind": row.outcome})
-            if row.outcome == "pruned":
-                pruned_at_rung.add(int(row.trial))
-    for number, trial in curves.groupby("trial"):
-        if number in pruned_at_rung:
+            if row.outcome in ("pruned", "paused"):
+                marked.add(int(row.trial))
+    for number, trial in curves.sort_values("step").groupby("trial"):
+        steps = [int(x) for x in trial["step"]]
+        values = trial["value"].tolist()
+        bracket = trial["bracket"].iloc[0] if "bracket" in trial else None
+        if number not in recorded:
+            for level in _levels_of(brackets, bracket)[:-1]:
+                reach = next((k for k, step in enumerate(steps) if step >= level), None)
+                if reach is not None and steps[-1] > steps[reach]:
+                    rows.append({"bracket": bracket, "trial": number, "step": level,
+                                 "value": values[reach], "kind": "promoted"})
+        if number in marked:
             continue
-        last = trial.sort_values("step").iloc[-1]
+        last = trial.iloc[-1]
+        if number in paused:
+            epoch = paused[number]
+            k = steps.index(epoch) if epoch in steps else len(steps) - 1
+            rows.append({"bracket": bracket, "trial": number, "step": steps[k],
+                         "value": values[k], "kind": "paused"})
+            continue
         state, stopped_by = str(last["state"]), last.get("stopped_by")
         if state == "PRUNED":
             kind = "stopped-by-budget" if stopped_by == "budget" else "pruned"
@@ -342,6 +369,27 @@ def _rung_points(
         rows.append({"bracket": last.get("bracket"), "trial": number, "step": int(last["step"]),
                      "value": last["value"], "kind": kind})
     return pd.DataFrame(rows, columns=["bracket", "trial", "step", "value", "kind"])
+
+
+def _levels_of(brackets: tuple[tuple[int, ...], ...], bracket: Any) -> tuple[int, ...]:
+    """The rung levels of a trial's bracket (the only one's when there is one); ``()`` when
+    unknown."""
+    if len(brackets) == 1:
+        return brackets[0]
+    if pd.isna(bracket) or not 0 <= int(bracket) < len(brackets):
+        return ()
+    return brackets[int(bracket)]
+
+
+def _paused_at(trials: pd.DataFrame | None) -> dict[int, int | None]:
+    """Paused trials of a :func:`~lightning_hpo.report.trials_frame` -> the epoch each waits
+    at (``None`` when its pause does not say)."""
+    if trials is None or "paused" not in trials:
+        return {}
+    rows = trials[trials["paused"].astype(bool)]
+    epochs = rows["paused_epoch"] if "paused_epoch" in rows else pd.Series(pd.NA, rows.index)
+    return {int(n): None if pd.isna(e) else int(e)
+            for n, e in zip(rows["trial"], epochs, strict=True)}
 
 
 def _in_bracket(frame: pd.DataFrame, bracket: int) -> pd.Series:
@@ -356,31 +404,40 @@ def _grid(n: int) -> tuple[int, int]:
 
 
 def plot_rungs(
-    curves: pd.DataFrame, info: StudyInfo, rungs: pd.DataFrame | None = None
+    curves: pd.DataFrame,
+    info: StudyInfo,
+    rungs: pd.DataFrame | None = None,
+    trials: pd.DataFrame | None = None,
 ) -> Figure:
-    """Epochs against the metric at the rungs, one panel per bracket: who went on, who stopped.
+    """Epochs against the metric at the rungs, one panel per bracket: who went on, who waits,
+    who stopped.
 
     Promotions and prunings are the pruner's own records (``rungs``), in each trial's own
-    bracket: a green triangle where a trial was let through a rung (it reported a later
-    epoch), a red cross where the pruner stopped it. Every other trial's last epoch gets a
-    marker by how it ended (COMPLETE, FAIL, RUNNING, or a grey square where the launcher
-    stopped it because the study's budget was spent), and its whole curve is drawn faintly
-    behind. A dashed vertical line marks each rung of the bracket with how many trials
-    reached it and how many went on. ASHA has one bracket; Hyperband one per
+    bracket; a trial without records (a pausing schedule, ``sync_sh`` or ``mode: promotion``,
+    keeps none) was promoted past a rung when it reported a later epoch. A green triangle
+    marks a trial promoted past a rung, a pink pentagon a paused trial where it waits (to be
+    promoted, or resumed after an interruption), a red cross a trial PRUNED there (by the
+    pruner, or not promoted by the schedule). Every other trial's last epoch gets a marker by
+    how it ended (COMPLETE, FAIL, RUNNING, or a grey square where the launcher stopped it
+    because the study's budget was spent), and its whole curve is drawn faintly behind. A
+    dashed vertical line marks each rung of the bracket with how many trials reached it, how
+    many went on and how many wait there. ASHA has one bracket; Hyperband one per
     ``min_resource`` (Li et al., JMLR 2018), each with its own rungs.
 
     Args:
         curves: :func:`~lightning_hpo.report.curves_frame` (its ``bracket`` column places each
             trial in its panel).
         info: :func:`~lightning_hpo.report.study_info` (the brackets' rung levels).
-        rungs: :func:`~lightning_hpo.report.rungs_frame`; without it no promotion is drawn
-            and PRUNED trials are marked at their last epoch.
+        rungs: :func:`~lightning_hpo.report.rungs_frame`; without it promotions are read
+            from the curves and PRUNED trials are marked at their last epoch.
+        trials: :func:`~lightning_hpo.report.trials_frame`, for the paused trials (without
+            it they are drawn as RUNNING).
 
     Returns:
         The figure, one axes per bracket (``gid=f"bracket-{b}"``, a single one without a
-        pruner); marker groups have ``gid`` ``promoted``, ``pruned``, ``stopped-by-budget``,
-        ``completed``, ``failed`` and ``running`` (one point per marker), rung lines
-        ``rung-<level>``, the faint curves ``trial-<number>``.
+        pruner); marker groups have ``gid`` ``promoted``, ``paused``, ``pruned``,
+        ``stopped-by-budget``, ``completed``, ``failed`` and ``running`` (one point per
+        marker), rung lines ``rung-<level>``, the faint curves ``trial-<number>``.
 
     Example::
 
@@ -393,10 +450,11 @@ def plot_rungs(
     for ax in axes[len(brackets):]:
         ax.set_visible(False)
     title = f"Rungs of study '{info.name}'"
-    if info.pruner == "hyperband" and info.brackets:
-        title += f" (hyperband, {len(brackets)} brackets, one panel each)"
+    several = len(info.brackets) > 1 or (info.pruner or "").endswith("hyperband")
+    if several and info.brackets:
+        title += f" ({info.schedule}, {len(brackets)} brackets, one panel each)"
     elif info.rungs:
-        title += f" ({info.pruner}, rungs {', '.join(map(str, info.rungs))} epochs)"
+        title += f" ({info.schedule}, rungs {', '.join(map(str, info.rungs))} epochs)"
     elif info.pruner == "none":
         title += " (no pruner: final epochs only)"
     else:
@@ -411,14 +469,15 @@ def plot_rungs(
         _empty(axes[0], "no intermediate values to draw")
         return fig
     one_panel = len(brackets) == 1 or "bracket" not in curves.columns
-    points = _rung_points(curves, rungs)
+    paused = _paused_at(trials)
+    points = _rung_points(curves, rungs, brackets if any(brackets) else (), paused)
     counts: dict[str, int] = {}
     for b, (ax, levels) in enumerate(zip(axes, brackets, strict=False)):
         ax.set_gid(f"bracket-{b}")
         mine = curves if one_panel else curves[_in_bracket(curves, b)]
         here = points if one_panel else points[_in_bracket(points, b)]
         records = None if rungs is None else rungs[rungs["bracket"] == b]
-        if info.pruner == "hyperband" and info.brackets:
+        if several and info.brackets:
             ax.set_title(f"bracket {b}: rung{'s' if len(levels) > 1 else ''} "
                          f"{', '.join(map(str, levels))} ({mine['trial'].nunique()} trials)",
                          fontsize=10, pad=16)
@@ -430,10 +489,11 @@ def plot_rungs(
             if chosen.empty:
                 continue
             counts[kind] = counts.get(kind, 0) + len(chosen)
-            ax.scatter(chosen["step"], chosen["value"], marker=style["marker"], s=42,
+            ax.scatter(chosen["step"], chosen["value"], marker=style["marker"],
+                       s=style.get("size", 42),
                        color=style["color"], edgecolor="white", linewidth=0.5, zorder=3,
                        gid=kind)
-        _rung_lines(ax, levels, mine, records)
+        _rung_lines(ax, levels, mine, records, paused)
         if mine.empty:
             _empty(ax, "no trial in this bracket yet")
         _step_axis(ax, levels, mine)
@@ -455,18 +515,29 @@ def plot_rungs(
 
 def _rung_lines(
     ax: matplotlib.axes.Axes, levels: tuple[int, ...], curves: pd.DataFrame,
-    records: pd.DataFrame | None,
+    records: pd.DataFrame | None, paused: dict[int, int | None],
 ) -> None:
-    """A dashed line per rung, labelled with the trials that reached it and went on."""
+    """A dashed line per rung, labelled with the trials that reached it, went on and wait there.
+
+    From the pruner's records where the bracket has some, else from the curves (a trial went
+    on when it reported a later epoch).
+    """
     top = blended_transform_factory(ax.transData, ax.transAxes)
     reached = curves.groupby("trial")["step"].max() if not curves.empty else pd.Series()
+    waiting = [epoch if epoch is not None else reached.get(number)
+               for number, epoch in paused.items() if number in reached.index]
     for level in levels:
         ax.axvline(level, color="0.35", ls="--", lw=0.9, zorder=0, gid=f"rung-{level}")
-        if level == levels[-1] or records is None:  # no decision at the top: who got there
+        if level == levels[-1]:  # no decision at the top: who got there
             text = f"{int((reached >= level).sum())} in"
-        else:
+        elif records is not None and not records.empty:
             at = records[records["rung"] == level]
             text = f"{len(at)} in, {int((at['outcome'] == 'promoted').sum())} on"
+        else:
+            text = f"{int((reached >= level).sum())} in, {int((reached > level).sum())} on"
+        here = sum(1 for epoch in waiting if epoch == level)
+        if here:
+            text += f", {here} paused"
         ax.text(level, 1.01, text, transform=top, ha="center", va="bottom", fontsize=8,
                 color="0.3")
 
@@ -496,39 +567,51 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 def plot_timeline(
-    trials: pd.DataFrame, info: StudyInfo, curves: pd.DataFrame | None = None
+    trials: pd.DataFrame,
+    info: StudyInfo,
+    curves: pd.DataFrame | None = None,
+    segments: pd.DataFrame | None = None,
 ) -> Figure:
-    """One row per worker slot, one bar per trial coloured by its final state.
+    """One row per worker slot, one bar per training segment, coloured by the trial's state.
 
-    Gaps between bars are idle time; each row's label gives its idle share of the study's
-    span (first start to the latest time recorded). A RUNNING trial is a hatched bar up to
-    that latest time. Thin white ticks inside a bar mark its epoch ends when
-    ``curves`` has their times.
+    A trial trained in one go is one bar. A trial of a pausing schedule or one resumed after a
+    crash trains in segments, possibly on different slots: each segment is its own bar on its
+    slot, and a dotted line in the trial's colour joins the end of one segment to the start of
+    the next across the pause. Gaps between bars are idle time; each row's label gives its
+    idle share of the study's span (first start to the latest time recorded). A segment in
+    flight is a hatched bar up to that latest time; a segment that ended in a crash has a red
+    edge. Thin white ticks inside a bar mark its epoch ends when ``curves`` has their times.
 
     Args:
         trials: :func:`~lightning_hpo.report.trials_frame` (trials without ``slot`` are left
-            out).
+            out); it places every trial when ``segments`` is not given.
         info: :func:`~lightning_hpo.report.study_info`.
         curves: :func:`~lightning_hpo.report.curves_frame`, for the epoch ticks.
+        segments: :func:`~lightning_hpo.report.segments_frame`: draw each segment on its slot
+            (without it, each trial is one bar from its start to its end).
 
     Returns:
-        The figure; each trial is one bar (a ``Rectangle`` with ``gid=f"trial-{number}"``).
+        The figure; a trial trained in one go is one bar (a ``Rectangle`` with
+        ``gid=f"trial-{number}"``), a listed segment ``k`` one bar with
+        ``gid=f"trial-{number}:{k}"``; each pause between two of a trial's segments is a line
+        with ``gid=f"pause-{number}"``.
 
     Example::
 
-        >>> plot_timeline(trials_frame(study), study_info(study))  # doctest: +SKIP
+        >>> snap = StudySnapshot.read(study)  # doctest: +SKIP
+        >>> plot_timeline(trials_frame(snap), snap.info, curves_frame(snap),
+        ...               segments_frame(snap))  # doctest: +SKIP
     """
-    data = trials.dropna(subset=["slot", "start_s"]).copy()
+    data = _timeline_bars(trials, segments)
     known = [data["start_s"].max(), data["end_s"].max()]
     if curves is not None and not curves.empty:
         known.append(curves["elapsed_s"].max())
     horizon = max((float(x) for x in known if pd.notna(x)), default=0.0)
-    data["stop_s"] = data["end_s"].fillna(horizon)  # RUNNING: up to the latest time recorded
+    data["stop_s"] = data["end_s"].fillna(horizon)  # in flight: up to the latest time recorded
     hosts = sorted(set(data["host"].dropna().astype(str)))
-    data["row"] = [f"{h}:{int(s)}" if len(hosts) > 1 else f"slot {int(s)}"
-                   for h, s in zip(data["host"].astype(str), data["slot"], strict=True)]
-    rows = sorted(set(data["row"]), key=lambda r: (r.rpartition(":")[0], int(r.split()[-1]
-                  if r.startswith("slot") else r.rpartition(":")[2])))
+    data["key"] = [(str(h) if len(hosts) > 1 else "", int(s))
+                   for h, s in zip(data["host"], data["slot"], strict=True)]
+    rows = sorted(set(data["key"]))
     fig = _figure(height=max(2.8, 1.2 + 0.55 * len(rows)))
     ax = fig.add_subplot()
     ax.set_xlabel(_WALL)
@@ -539,44 +622,95 @@ def plot_timeline(
     span = float(data["stop_s"].max())
     labels, busy_total = [], 0.0
     x_range = max(span, 1e-9)
-    for y, row in enumerate(rows):
-        bars = data[data["row"] == row]
-        intervals = list(zip(bars["start_s"], bars["stop_s"], strict=True))
-        busy = _union_length(intervals)
+    data["y"] = [rows.index(key) for key in data["key"]]
+    data["width"] = np.maximum((data["stop_s"] - data["start_s"]).to_numpy(float),
+                               0.004 * x_range)
+    ends: dict[int, np.ndarray] = {}  # trial -> its epoch end times (s)
+    if curves is not None and not curves.empty:
+        timed = curves.dropna(subset=["elapsed_s"])
+        ends = {int(n): g.to_numpy(float) for n, g in timed.groupby("trial")["elapsed_s"]}
+    for y, (host, slot) in enumerate(rows):
+        bars = data[data["y"] == y]
+        busy = _union_length(list(zip(bars["start_s"], bars["stop_s"], strict=True)))
         busy_total += busy
-        labels.append(f"{row}\nidle {100 * (1 - busy / x_range):.0f}%")
-        widths = np.maximum((bars["stop_s"] - bars["start_s"]).to_numpy(float), 0.004 * x_range)
+        name = f"{host}:{slot}" if host else f"slot {slot}"
+        labels.append(f"{name}\nidle {100 * (1 - busy / x_range):.0f}%")
+        crashed = bars["how"].isin(_CRASHED).to_numpy(bool)
         drawn = ax.barh(
-            np.full(len(bars), y), widths, left=bars["start_s"].to_numpy(float), height=0.7,
-            color=[STATE_COLORS.get(str(state), "0.5") for state in bars["state"]],
-            edgecolor="white", linewidth=0.6,
+            np.full(len(bars), y), bars["width"].to_numpy(float),
+            left=bars["start_s"].to_numpy(float), height=0.7,
+            color=[STATE_COLORS.get(str(status), "0.5") for status in bars["status"]],
+            edgecolor=[STATE_COLORS["FAIL"] if c else "white" for c in crashed],
+            linewidth=[1.4 if c else 0.6 for c in crashed],
         )
-        for patch, number, end, left, width in zip(
-            drawn.patches, bars["trial"], bars["end_s"], bars["start_s"], widths, strict=True
-        ):
-            patch.set_gid(f"trial-{int(number)}")
-            if pd.isna(end):  # RUNNING
+        ticks: list[float] = []
+        for patch, bar in zip(drawn.patches, bars.itertuples(index=False), strict=True):
+            number = int(bar.trial)
+            patch.set_gid(f"trial-{number}:{int(bar.segment)}" if bar.listed
+                          else f"trial-{number}")
+            if pd.isna(bar.end_s):  # in flight
                 patch.set_hatch("//")
-            if width > 0.04 * x_range:
-                ax.text(left + width / 2, y, str(int(number)), ha="center", va="center",
-                        fontsize=7, color="black")
-        if curves is not None and not curves.empty:
-            ticks = curves[curves["trial"].isin(bars["trial"])].dropna(subset=["elapsed_s"])
-            if not ticks.empty:
-                ax.vlines(ticks["elapsed_s"], y - 0.35, y - 0.2, color="white", lw=0.8,
-                          gid="epoch-ticks", zorder=3)
+            if bar.width > 0.04 * x_range:
+                ax.text(bar.start_s + bar.width / 2, y, str(number), ha="center",
+                        va="center", fontsize=7, color="black")
+            mine = ends.get(number)
+            if mine is not None:  # the epochs that ended within this bar
+                ticks += mine[(mine >= bar.start_s - 1e-9) & (mine <= bar.stop_s + 1e-9)].tolist()
+        if ticks:
+            ax.vlines(ticks, y - 0.35, y - 0.2, color="white", lw=0.8, gid="epoch-ticks",
+                      zorder=3)
+    pauses = 0
+    split = data[data.duplicated("trial", keep=False)]  # trials drawn in several bars
+    for number, bars in split.sort_values("start_s").groupby("trial"):
+        color = STATE_COLORS.get(str(bars["status"].iloc[0]), "0.5")
+        for a, b in zip(bars.iloc[:-1].itertuples(), bars.iloc[1:].itertuples(), strict=True):
+            ax.plot([a.stop_s, b.start_s], [a.y, b.y], ls=":", lw=1.1, color=color, zorder=2,
+                    gid=f"pause-{int(number)}")
+            pauses += 1
     utilisation = busy_total / (x_range * len(rows))
+    statuses = data.drop_duplicates("trial")["status"]
+    paused = int((statuses == "PAUSED").sum())
     ax.set_title(f"Worker timeline of study '{info.name}': {len(rows)} slot(s), "
-                 f"{100 * utilisation:.0f}% busy")
+                 f"{100 * utilisation:.0f}% busy" + (f", {paused} paused" if paused else ""))
     ax.set_yticks(range(len(rows)), labels)
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, x_range * 1.01)
     ax.grid(alpha=0.3, axis="x")
-    present = [s for s in STATE_COLORS if s in set(data["state"])]
-    handles = [Patch(color=STATE_COLORS[s], label=f"{s} ({int((data['state'] == s).sum())})")
-               for s in present]
-    fig.legend(handles=handles, loc="outside right upper", title="final state")
+    handles: list[Any] = [
+        Patch(color=STATE_COLORS[s], label=f"{s} ({int((statuses == s).sum())})")
+        for s in STATE_COLORS if s in set(statuses)
+    ]
+    if pauses:
+        handles.append(Line2D([], [], ls=":", lw=1.1, color="0.3",
+                              label="pause between a trial's segments"))
+    if bool(data["how"].isin(_CRASHED).any()):
+        handles.append(Patch(facecolor="white", edgecolor=STATE_COLORS["FAIL"], lw=1.4,
+                             label="segment that crashed"))
+    fig.legend(handles=handles, loc="outside right upper", title="state")
     return fig
+
+
+#: Segment endings drawn with a red edge on the timeline.
+_CRASHED = ("crashed", "failed")
+
+
+def _timeline_bars(trials: pd.DataFrame, segments: pd.DataFrame | None) -> pd.DataFrame:
+    """The timeline's bars: trial, segment, status, slot, host, start_s, end_s (NaN: in
+    flight), how, listed; from ``segments``, else one per trial of ``trials``."""
+    columns = ["trial", "segment", "status", "slot", "host", "start_s", "end_s", "how", "listed"]
+    if segments is not None:
+        bars = segments.copy()
+    else:
+        bars = trials.copy()
+        bars["segment"], bars["how"], bars["listed"] = 1, None, False
+        if {"paused", "paused_since", "start_time"} <= set(bars):  # paused: up to its pause
+            since = bars["paused_since"] - (bars["start_time"] - bars["start_s"])
+            bars["end_s"] = bars["end_s"].fillna(since.where(bars["paused"].astype(bool)))
+    paused = (bars["paused"].astype(bool) if "paused" in bars
+              else pd.Series(False, index=bars.index))
+    bars["status"] = bars["state"].astype(str).where(~paused, "PAUSED")
+    bars = bars.dropna(subset=["slot", "start_s"])
+    return bars[columns].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------------

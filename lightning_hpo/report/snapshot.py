@@ -11,6 +11,12 @@ on Optuna's ``datetime_start``/``datetime_complete`` (``timing="optuna"``) and i
 times are unknown (``None``). Trials still WAITING in the queue (never started) are left out of
 :attr:`StudySnapshot.trials` and counted in :attr:`StudySnapshot.counts`.
 
+Under the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
+resume a trial trains in several :class:`Segment` s, possibly on different slots, and waits
+in between: it stays RUNNING in Optuna's terms with a :class:`Pause` (its
+:attr:`TrialRecord.status` is then ``PAUSED``). What another tool wrote under those
+attributes is read as far as it makes sense and otherwise ignored.
+
 Example::
 
     >>> import optuna
@@ -23,6 +29,8 @@ Example::
     (3, 1, 'COMPLETE', 'optuna')
     >>> snap.ranked[0].number == study.best_trial.number
     True
+    >>> snap.trials[0].status, snap.trials[0].paused, snap.trials[0].segments
+    ('COMPLETE', None, ())
 """
 
 from __future__ import annotations
@@ -46,14 +54,20 @@ from lightning_hpo.schema import ATTR, BRACKET_ATTR, devices_in_label
 __all__ = [
     "RANK_ORDER",
     "STATES",
+    "STATUSES",
     "Observation",
+    "Pause",
+    "Segment",
     "Source",
     "StudySnapshot",
     "TrialRecord",
 ]
 
-#: Trial states in the order the report lists them.
+#: Trial states (Optuna's) in the order the report lists them.
 STATES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING")
+
+#: What the report shows as a trial's state: Optuna's, with a paused RUNNING trial as PAUSED.
+STATUSES = ("COMPLETE", "PRUNED", "FAIL", "RUNNING", "PAUSED", "WAITING")
 
 #: How trials are ranked (:attr:`StudySnapshot.ranked`), in words: the CLI prints it.
 RANK_ORDER = (
@@ -63,14 +77,122 @@ RANK_ORDER = (
 
 
 @dataclass(frozen=True)
+class Pause:
+    """Why and where a RUNNING trial waits between two segments (:data:`ATTR.PAUSED
+    <lightning_hpo.schema.ATTR>`); fields another tool wrote in another form are ``None``.
+
+    Attributes:
+        epoch: epochs in the checkpoint it resumes from.
+        checkpoint: that checkpoint's file.
+        since: unix s when it paused.
+        target: ``None`` when it waits at a rung for the scheduler to promote or stop it; an
+            epoch when it was interrupted (the budget, Ctrl-C, a crash) before reaching it.
+        why: in words (``"rung 4"``, ``"wall-clock budget reached ..."``).
+
+    Example::
+
+        >>> Pause.read({"epoch": 4, "since": 1.7e9, "target": None, "why": "rung 4"})
+        Pause(epoch=4, checkpoint=None, since=1700000000.0, target=None, why='rung 4')
+        >>> Pause.read("yes") is None, Pause.read({"epoch": True}).epoch is None
+        (True, True)
+    """
+
+    epoch: int | None = None
+    checkpoint: str | None = None
+    since: float | None = None
+    target: int | None = None
+    why: str | None = None
+
+    @property
+    def at_rung(self) -> bool:
+        """Whether it waits at a rung for a decision (not interrupted on the way to one)."""
+        return self.target is None
+
+    @classmethod
+    def read(cls, value: object) -> Pause | None:
+        """The pause a :data:`ATTR.PAUSED <lightning_hpo.schema.ATTR>` value describes; ``None``
+        for ``None`` or anything that is not a mapping."""
+        if not isinstance(value, Mapping):
+            return None
+        return cls(_count(value.get("epoch")), _text(value.get("checkpoint")),
+                   _number(value.get("since")), _count(value.get("target")),
+                   _text(value.get("why")))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a trial's training on one slot (unix s, epochs).
+
+    Attributes:
+        start: unix s when it started.
+        end: unix s when it ended; ``None`` while in flight.
+        slot: the worker slot (``None`` when unknown).
+        device: the devices, as :func:`~lightning_hpo.schema.device_label` writes them.
+        host: the machine (a segment's own ``host``, else the trial's).
+        from_epoch: epochs in the checkpoint it started from (0: from scratch).
+        to_epoch: epochs done when it ended.
+        how: how it ended: ``paused``, ``complete``, ``pruned``, ``interrupted``,
+            ``crashed``, ``failed`` (``None`` when unknown or in flight).
+        listed: True for an entry of the trial's :data:`ATTR.SEGMENTS
+            <lightning_hpo.schema.ATTR>`; False for the one segment of a trial that lists
+            none (its whole run, from its start to its end).
+
+    Example::
+
+        >>> seg = Segment.read({"slot": 1, "device": "cpu:1", "start": 10, "end": 14.5,
+        ...                     "from_epoch": 2, "to_epoch": 4, "how": "paused"}, host="box")
+        >>> seg.slot, seg.host, seg.end - seg.start, seg.epochs, seg.how
+        (1, 'box', 4.5, 2, 'paused')
+        >>> Segment.read({"start": 10, "end": 9}, host=None) is None  # ends before it starts
+        True
+    """
+
+    start: float
+    end: float | None
+    slot: int | None = None
+    device: str | None = None
+    host: str | None = None
+    from_epoch: int | None = None
+    to_epoch: int | None = None
+    how: str | None = None
+    listed: bool = True
+
+    @property
+    def devices(self) -> int | None:
+        """How many devices its ``device`` names (``None`` when it names none)."""
+        return devices_in_label(self.device)
+
+    @property
+    def epochs(self) -> int | None:
+        """Epochs it trained (``to_epoch - from_epoch``), ``None`` when either is unknown."""
+        if self.from_epoch is None or self.to_epoch is None or self.to_epoch < self.from_epoch:
+            return None
+        return self.to_epoch - self.from_epoch
+
+    @classmethod
+    def read(cls, value: object, host: str | None) -> Segment | None:
+        """The segment an :data:`ATTR.SEGMENTS <lightning_hpo.schema.ATTR>` entry describes;
+        ``None`` for an entry without a start time, or one that ends before it starts."""
+        if not isinstance(value, Mapping):
+            return None
+        start, end = _number(value.get("start")), _number(value.get("end"))
+        if start is None or (end is not None and end < start):
+            return None
+        return cls(start, end, _count(value.get("slot")), _text(value.get("device")),
+                   _text(value.get("host")) or host, _count(value.get("from_epoch")),
+                   _count(value.get("to_epoch")), _text(value.get("how")))
+
+
+@dataclass(frozen=True)
 class TrialRecord:
     """One started trial as the report sees it: Optuna's record with its times resolved.
 
     Attributes:
         frozen: Optuna's trial (params, user attributes, ...), as read.
-        state: ``COMPLETE``, ``PRUNED``, ``FAIL`` or ``RUNNING``.
-        start: unix s when it started (``None`` when nothing says).
-        end: unix s when it ended; ``None`` while RUNNING.
+        state: ``COMPLETE``, ``PRUNED``, ``FAIL`` or ``RUNNING`` (Optuna's: a paused trial is
+            RUNNING; :attr:`status` says ``PAUSED``).
+        start: unix s when it started (its first segment; ``None`` when nothing says).
+        end: unix s when it ended; ``None`` while RUNNING (paused included).
         timing: where ``start``/``end`` come from: the launcher's attributes (``launcher``),
             Optuna's datetimes (``optuna``), or nowhere (``none``).
         epochs: epochs completed (the launcher's count, else the number of reported steps).
@@ -80,9 +202,16 @@ class TrialRecord:
         values: the value reported at each step.
         times: unix s when each of those epochs ended (``None`` where unknown).
         bracket: the pruner's bracket (0 for ASHA), ``None`` without a pruner.
-        stopped_by: PRUNED trials: ``pruner``, or ``budget`` when the launcher stopped it
-            because the study's budget was spent; ``None`` otherwise.
+        stopped_by: PRUNED trials: ``pruner`` (the pruner, or a pausing schedule that did not
+            promote it from a rung), or ``budget`` when the launcher stopped it because the
+            study's budget was spent; ``None`` otherwise.
         stop_reason: the launcher's words for a budget stop.
+        paused: a RUNNING trial waiting between two segments: where and why; else ``None``.
+        segments: the segments it lists (:data:`ATTR.SEGMENTS <lightning_hpo.schema.ATTR>`),
+            by start; ``()`` for a trial trained in one go.
+        trained: epochs trained over all segments, retrained ones included
+            (:data:`ATTR.EPOCHS_TRAINED <lightning_hpo.schema.ATTR>`, else the segments'
+            sum); ``None`` when nothing says (then :attr:`epochs_trained` is ``epochs``).
     """
 
     frozen: FrozenTrial
@@ -99,11 +228,57 @@ class TrialRecord:
     bracket: int | None = None
     stopped_by: Literal["pruner", "budget"] | None = None
     stop_reason: str | None = None
+    paused: Pause | None = None
+    segments: tuple[Segment, ...] = ()
+    trained: int | None = None
 
     @property
     def number(self) -> int:
         """The trial's number in the study."""
         return self.frozen.number
+
+    @property
+    def status(self) -> str:
+        """Its state as the report shows it: Optuna's, or ``PAUSED`` for a paused trial."""
+        return "PAUSED" if self.paused is not None else self.state
+
+    @property
+    def epochs_trained(self) -> int:
+        """Epochs trained over all its segments, retrained ones included (compute spent)."""
+        return self.epochs if self.trained is None else self.trained
+
+    @cached_property
+    def spans(self) -> tuple[Segment, ...]:
+        """Where and when it trained: its :attr:`segments`, or for a trial that lists none one
+        unlisted segment from its start to its end (a paused one's: to when it paused), on
+        its ``slot``; ``()`` when its start is unknown."""
+        if self.segments:
+            return self.segments
+        if self.start is None:
+            return ()
+        attrs = self.attrs
+        end = self.end
+        if end is None and self.paused is not None:
+            known = [x for x in (self.paused.since, *self.times) if x is not None]
+            end = max(known) if known else None
+        done = self.state != "RUNNING" or self.paused is not None
+        return (Segment(self.start, None if end is None else max(end, self.start),
+                        _count(attrs.get(ATTR.SLOT)), _text(attrs.get(ATTR.DEVICE)),
+                        _text(attrs.get(ATTR.HOST)), 0, self.epochs if done else None,
+                        None, listed=False),)
+
+    @property
+    def device_seconds(self) -> float | None:
+        """Device-seconds of its ended spans (s x devices): a paused trial's segments so far,
+        nothing of a segment in flight; ``None`` when none has ended."""
+        ended = [(s.end - s.start) * (s.devices or self.devices)
+                 for s in self.spans if s.end is not None]
+        return sum(ended) if ended else None
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether it is training now (RUNNING and not paused, or a span without an end)."""
+        return self.status == "RUNNING" or any(s.end is None for s in self.spans)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -147,16 +322,32 @@ class TrialRecord:
         return found
 
     def busy_until(self, horizon: float) -> float | None:
-        """The trial's end, or for a RUNNING trial the study's ``horizon`` (unix s)."""
+        """The trial's end; for a paused trial the end of its last segment (or when it
+        paused); for a RUNNING one the study's ``horizon`` (unix s)."""
         if self.start is None:
             return None
-        return self.end if self.end is not None else max(horizon, self.start)
+        if self.end is not None:
+            return self.end
+        if self.paused is not None and self.spans and all(s.end is not None for s in self.spans):
+            return max(max(s.end for s in self.spans if s.end is not None), self.start)
+        return max(horizon, self.start)
 
     @classmethod
     def resolve(cls, frozen: FrozenTrial, info: StudyInfo) -> TrialRecord:
         """The record of a started trial, its times and bracket read from what it stores."""
         attrs = frozen.user_attrs
+        raw_segments = attrs.get(ATTR.SEGMENTS)
+        host = _text(attrs.get(ATTR.HOST))
+        segments = sorted(
+            (s for s in (Segment.read(x, host) for x in raw_segments) if s is not None),
+            key=lambda s: s.start,
+        ) if isinstance(raw_segments, (list, tuple)) else []
         start, end = _number(attrs.get(ATTR.START)), _number(attrs.get(ATTR.END))
+        if segments:  # the trial started with its first segment, ended with its last
+            start = segments[0].start if start is None else min(start, segments[0].start)
+            ends = [s.end for s in segments if s.end is not None]
+            if end is None and frozen.state.is_finished() and ends:
+                end = max(ends)
         timing: Literal["launcher", "optuna", "none"] = "launcher" if start is not None else "none"
         if start is None and frozen.datetime_start is not None:
             start, timing = frozen.datetime_start.timestamp(), "optuna"
@@ -181,13 +372,22 @@ class TrialRecord:
             bracket = info.bracket_of(frozen.number)
         reason = attrs.get(ATTR.STOP_REASON)  # the launcher's: the study's budget stopped it
         reason = str(reason) if reason not in (None, "") else None
+        pause = Pause.read(attrs.get(ATTR.PAUSED))
         stopped_by: Literal["pruner", "budget"] | None = None
         if frozen.state == TrialState.PRUNED:
-            stopped_by = "budget" if reason is not None else "pruner"
+            # the pruner stopped it at an epoch, or a schedule did not promote it from the
+            # rung it waited at; else a stop reason means the study's budget
+            decided = _count(attrs.get(ATTR.PRUNED_AT_EPOCH)) is not None or (
+                pause is not None and pause.at_rung)
+            stopped_by = "budget" if reason is not None and not decided else "pruner"
+        trained = _count(attrs.get(ATTR.EPOCHS_TRAINED))
+        if trained is None and segments and all(s.epochs is not None for s in segments):
+            trained = sum(s.epochs or 0 for s in segments)
         return cls(
             frozen, frozen.state.name, start, end, timing, epochs, devices or 1,
             devices is not None, tuple(steps), tuple(values), tuple(times), bracket,
-            stopped_by, reason,
+            stopped_by, reason, pause if frozen.state == TrialState.RUNNING else None,
+            tuple(segments), trained,
         )
 
 
@@ -248,7 +448,9 @@ class StudySnapshot:
         frozen = study.get_trials(deepcopy=False)
         counts = Counter(t.state.name for t in frozen)
         trials = [TrialRecord.resolve(t, info) for t in frozen if t.state != TrialState.WAITING]
-        stamps = [x for t in trials for x in (t.start, t.end, *t.times) if x is not None]
+        stamps = [x for t in trials for x in (
+            t.start, t.end, *t.times, *(s.end for s in t.segments),
+            t.paused.since if t.paused is not None else None) if x is not None]
         horizon = max(stamps) if stamps else time.time()
         records = tuple(rung_records(study)) if info.brackets else ()
         return cls(info, tuple(sorted(trials, key=lambda t: t.number)), counts, horizon, records)
@@ -257,6 +459,21 @@ class StudySnapshot:
     def of(cls, source: Source) -> StudySnapshot:
         """``source`` itself when it is a snapshot, else a snapshot of the study read now."""
         return source if isinstance(source, StudySnapshot) else cls.read(source)
+
+    @property
+    def paused(self) -> tuple[TrialRecord, ...]:
+        """The trials waiting between two segments (RUNNING in :attr:`counts`)."""
+        return tuple(t for t in self.trials if t.paused is not None)
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """Trials by :attr:`TrialRecord.status`, in :data:`STATUSES` order (zeros included):
+        :attr:`counts` with the paused trials moved from RUNNING to PAUSED."""
+        found = {status: self.counts.get(status, 0) for status in STATUSES}
+        found.update({k: v for k, v in self.counts.items() if k not in found})
+        found["PAUSED"] = len(self.paused)
+        found["RUNNING"] -= found["PAUSED"]
+        return found
 
     @property
     def t0(self) -> float | None:
@@ -326,6 +543,17 @@ Source: TypeAlias = optuna.Study | StudySnapshot
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+def _count(value: Any) -> int | None:
+    """A non-negative int, or ``None`` for anything else (bools included)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -41,16 +41,21 @@ def summarize(source: Source) -> dict[str, Any]:
     final value comes beside it.
 
     Keys: ``study``, ``metric``, ``direction``, ``n_trials`` (WAITING included), ``counts``
-    (state name -> trials); the best observed: ``best_value``, ``best_trial``, ``best_step``
-    (the epoch it was reported at), ``best_state`` (``COMPLETE``, ``PRUNED``, ``FAIL`` or
-    ``RUNNING``), ``best_stopped_by`` (for PRUNED: ``pruner``, or ``budget`` when the
-    study's budget stopped it), ``best_stop_reason``, ``best_params``;
+    (Optuna's state name -> trials: a paused trial counts as RUNNING), ``paused`` (how many of
+    the RUNNING trials wait between two segments); the best observed: ``best_value``,
+    ``best_trial``, ``best_step`` (the epoch it was reported at), ``best_state``
+    (``COMPLETE``, ``PRUNED``, ``FAIL``, ``RUNNING`` or ``PAUSED``), ``best_stopped_by`` (for
+    PRUNED: ``pruner``, or ``budget`` when the study's budget stopped it),
+    ``best_stop_reason``, ``best_params``;
     the best COMPLETE trial: ``best_complete_trial``, ``best_complete_value``,
     ``best_complete_params``, ``best_complete_epochs`` (all ``None``/``{}`` when there is
-    none); ``epochs`` (completed, all trials), ``device_seconds`` (sum of (end - start) x devices
-    over finished trials), ``devices_unknown`` (trials counted as 1 device for want of a
-    ``device`` attr), ``unfinished`` (RUNNING trials, left out of ``device_seconds``),
-    ``wall_clock_s`` (first start to the latest time recorded) and ``slots``.
+    none); ``epochs`` (trained, all trials, epochs retrained after a crash or from scratch
+    included), ``device_seconds`` (sum of s x devices over every ended training segment: a
+    trial trained in one go counts (end - start), a paused trial its segments so far, never its
+    pauses), ``devices_unknown`` (trials counted as 1 device for want of a ``device`` attr),
+    ``unfinished`` (trials training now, whose segment in flight is left out of
+    ``device_seconds``), ``wall_clock_s`` (first start to the latest time recorded) and
+    ``slots``.
 
     Example::
 
@@ -78,20 +83,19 @@ def summarize(source: Source) -> dict[str, Any]:
     t0 = snap.t0
     slots = {(t.attrs.get(ATTR.HOST), t.attrs.get(ATTR.SLOT))
              for t in snap.trials if t.attrs.get(ATTR.SLOT) is not None}
-    device_seconds = 0.0
-    for trial in snap.trials:
-        if trial.start is not None and trial.end is not None:
-            device_seconds += (trial.end - trial.start) * trial.devices
+    slots |= {(s.host, s.slot) for t in snap.trials for s in t.segments if s.slot is not None}
+    device_seconds = sum(t.device_seconds or 0.0 for t in snap.trials)
     return {
         "study": info.name,
         "metric": info.metric,
         "direction": info.direction,
         "n_trials": sum(snap.counts.values()),
         "counts": counts,
+        "paused": len(snap.paused),
         "best_trial": None if best is None else best.number,
         "best_value": None if found is None else found[0],
         "best_step": None if found is None else found[1],
-        "best_state": None if best is None else best.state,
+        "best_state": None if best is None else best.status,
         "best_stopped_by": None if best is None else best.stopped_by,
         "best_stop_reason": None if best is None else best.stop_reason,
         "best_params": {} if best is None else dict(best.params),
@@ -99,10 +103,10 @@ def summarize(source: Source) -> dict[str, Any]:
         "best_complete_value": None if done is None else done.final_value,
         "best_complete_params": {} if done is None else dict(done.params),
         "best_complete_epochs": None if done is None else done.epochs,
-        "epochs": sum(t.epochs for t in snap.trials),
+        "epochs": sum(t.epochs_trained for t in snap.trials),
         "device_seconds": device_seconds,
         "devices_unknown": sum(1 for t in snap.trials if not t.devices_known),
-        "unfinished": sum(1 for t in snap.trials if t.end is None),
+        "unfinished": sum(1 for t in snap.trials if t.in_flight),
         "wall_clock_s": None if t0 is None or not any(e is not None for e in ends)
         else max(e for e in ends if e is not None) - t0,
         "slots": len(slots),
@@ -151,10 +155,12 @@ def limitations(source: Source) -> list[str]:
         if not info.rungs:
             why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"
             notes.append(f"rung levels: {why} (final epochs shown)")
-        elif not snap.records and any(_decided(t, info) for t in with_values):
+        elif not snap.records and not info.pauses and any(_decided(t, info)
+                                                          for t in with_values):
+            # a pausing schedule keeps no records: its decisions are in the trials themselves
             notes.append("rungs: the study holds no rung records of the pruner (promotions "
-                         "and prunings not drawn)")
-    slotted = [t for t in trials if isinstance(t.attrs.get(ATTR.SLOT), int)]
+                         "read from the learning curves)")
+    slotted = [t for t in trials if any(s.slot is not None for s in t.spans)]
     if not slotted:
         notes.append("worker timeline: no `slot` attrs")
     elif len(slotted) < len(trials):

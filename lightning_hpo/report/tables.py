@@ -8,7 +8,9 @@ spells out.
 
 Times are unix seconds (``*_time``) or seconds since the study's first trial started
 (``*_s``, "elapsed"). Trials still WAITING in the queue (never started) are left out of every
-table and counted by :func:`~lightning_hpo.report.summarize`.
+table and counted by :func:`~lightning_hpo.report.summarize`. Every ``state`` column is
+Optuna's (a trial paused between two segments is RUNNING there); :func:`trials_frame` says
+which are paused, and :func:`segments_frame` lists each trial's training segments.
 
 "Best" means the best value any trial reported at any epoch (a PRUNED trial's epoch 3 counts as
 much as a COMPLETE trial's final value: the launcher keeps each trial's best checkpoint), as in
@@ -53,18 +55,25 @@ __all__ = [
     "CURVE_COLUMNS",
     "INCUMBENT_COLUMNS",
     "RUNG_COLUMNS",
+    "SEGMENT_COLUMNS",
     "TRIAL_COLUMNS",
     "curves_frame",
     "incumbent_frame",
     "rungs_frame",
+    "segments_frame",
     "trials_frame",
 ]
 
 
 TRIAL_COLUMNS = [
-    "rank", "trial", "state", "best_value", "best_step", "value", "last_value", "epochs",
-    "stopped_by", "stop_reason", "bracket", "duration_s", "start_time", "end_time", "start_s",
+    "rank", "trial", "state", "paused", "best_value", "best_step", "value", "last_value",
+    "epochs", "epochs_trained", "stopped_by", "stop_reason", "paused_epoch", "paused_since",
+    "paused_why", "segments", "bracket", "duration_s", "start_time", "end_time", "start_s",
     "end_s", "slot", "host", "device", "devices", "device_seconds",
+]
+SEGMENT_COLUMNS = [
+    "trial", "segment", "state", "paused", "slot", "host", "device", "devices", "start_time",
+    "end_time", "start_s", "end_s", "duration_s", "from_epoch", "to_epoch", "how", "listed",
 ]
 CURVE_COLUMNS = [
     "trial", "state", "stopped_by", "bracket", "step", "value", "time", "elapsed_s",
@@ -85,17 +94,25 @@ def trials_frame(source: Source) -> pd.DataFrame:
     each trial reported at any epoch, whatever its state, so a trial pruned at a later rung
     with a worse value never outranks one stopped earlier with a better one; empty for trials
     with no finite value),
-    ``trial`` (number), ``state``, ``best_value`` and ``best_step`` (that best value and the
+    ``trial`` (number), ``state`` (Optuna's), ``paused`` (a RUNNING trial waiting between two
+    segments), ``best_value`` and ``best_step`` (that best value and the
     epoch it was reported at), ``value`` (final, COMPLETE only), ``last_value`` (last
-    intermediate value), ``epochs`` (completed), ``stopped_by`` (PRUNED trials: ``pruner``,
-    or ``budget`` when the launcher stopped it because the study's budget was spent),
-    ``stop_reason`` (the launcher's words, e.g. "wall-clock budget reached (...); stopped after
-    epoch 7"), ``bracket`` (the pruner's bracket: 0 for ASHA, empty without a
-    pruner), ``duration_s`` (NaN while RUNNING), ``start_time`` and ``end_time`` (unix s),
+    intermediate value), ``epochs`` (completed), ``epochs_trained`` (over all its segments,
+    retrained epochs included), ``stopped_by`` (PRUNED trials: ``pruner``, the pruner or a
+    pausing schedule that did not promote it, or ``budget`` when the launcher stopped it
+    because the study's budget was spent), ``stop_reason`` (the launcher's words, e.g.
+    "wall-clock budget reached (...); stopped after epoch 7"), ``paused_epoch``,
+    ``paused_since`` (unix s) and ``paused_why`` (paused trials: the epochs in the checkpoint
+    it resumes from, when and why it paused), ``segments`` (how many training segments it
+    lists; empty for a trial trained in one go), ``bracket`` (the pruner's bracket: 0 for
+    ASHA, empty without a pruner), ``duration_s`` (first start to end, pauses included; NaN
+    while RUNNING or paused), ``start_time`` and ``end_time`` (unix s),
     ``start_s`` and ``end_s`` (s since the study's first trial started), ``slot``, ``host``,
-    ``device``, ``devices`` (count; 1 when unknown), ``device_seconds`` (duration x devices,
-    NaN while RUNNING), ``params_<name>`` per hyperparameter, ``fail_reason`` and ``timing``
-    (``launcher`` attrs, ``optuna`` datetimes, or ``none``).
+    ``device`` (its latest), ``devices`` (count; 1 when unknown), ``device_seconds`` (s x
+    devices over its ended segments: duration x devices for a trial trained in one go; a
+    paused trial's so far; NaN while its only segment runs), ``params_<name>`` per
+    hyperparameter, ``fail_reason`` and ``timing`` (``launcher`` attrs, ``optuna`` datetimes,
+    or ``none``).
 
     Example::
 
@@ -110,17 +127,24 @@ def trials_frame(source: Source) -> pd.DataFrame:
         attrs = trial.attrs
         duration = None if trial.start is None or trial.end is None else trial.end - trial.start
         best = trial.best(snap.info)
+        pause = trial.paused
         row: dict[str, Any] = {
             "rank": rank.get(trial.number),
             "trial": trial.number,
             "state": trial.state,
+            "paused": pause is not None,
             "best_value": None if best is None else best[0],
             "best_step": None if best is None else best[1],
             "value": trial.final_value,
             "last_value": trial.last_value,
             "epochs": trial.epochs,
+            "epochs_trained": trial.epochs_trained,
             "stopped_by": trial.stopped_by,
             "stop_reason": trial.stop_reason,
+            "paused_epoch": None if pause is None else pause.epoch,
+            "paused_since": None if pause is None else pause.since,
+            "paused_why": None if pause is None else pause.why,
+            "segments": len(trial.segments) or None,
             "bracket": trial.bracket,
             "duration_s": duration,
             "start_time": trial.start,
@@ -131,7 +155,7 @@ def trials_frame(source: Source) -> pd.DataFrame:
             "host": attrs.get(ATTR.HOST),
             "device": attrs.get(ATTR.DEVICE),
             "devices": trial.devices,
-            "device_seconds": None if duration is None else duration * trial.devices,
+            "device_seconds": trial.device_seconds,
         }
         row.update({f"params_{name}": trial.params.get(name) for name in param_names})
         row["fail_reason"] = attrs.get(ATTR.FAIL_REASON)
@@ -139,11 +163,62 @@ def trials_frame(source: Source) -> pd.DataFrame:
         rows.append(row)
     columns = [*TRIAL_COLUMNS, *(f"params_{n}" for n in param_names), "fail_reason", "timing"]
     frame = pd.DataFrame(rows, columns=columns)
-    for name in ("rank", "slot", "best_step", "bracket"):
+    for name in ("rank", "slot", "best_step", "bracket", "paused_epoch", "segments"):
         frame[name] = frame[name].astype("Int64")
     for name in ("best_value", "value", "last_value", "duration_s", "start_time", "end_time",
-                 "start_s", "end_s", "device_seconds"):
+                 "start_s", "end_s", "device_seconds", "paused_since"):
         frame[name] = frame[name].astype("float64")
+    frame["paused"] = frame["paused"].astype("bool")
+    return frame
+
+
+def segments_frame(source: Source) -> pd.DataFrame:
+    """One row per training segment: where and when each trial trained.
+
+    A trial of a pausing schedule (``sync_sh``, ``mode: promotion``) or one resumed after a
+    crash trains in several segments, possibly on different slots, and waits in between; its
+    segments are the ones it lists (``listed`` True). A trial that lists none is one segment
+    from its start to its end (a paused one's: to when it paused; ``listed`` False). Trials
+    whose start is unknown are left out.
+
+    Columns: ``trial``, ``segment`` (1, 2, ... by start), ``state`` (the trial's, Optuna's),
+    ``paused`` (the trial waits now), ``slot``, ``host``, ``device``, ``devices`` (count; the
+    trial's when the segment names none), ``start_time`` and ``end_time`` (unix s; NaN while
+    in flight), ``start_s`` and ``end_s`` (s since the study's first trial started),
+    ``duration_s``, ``from_epoch`` (epochs in the checkpoint it started from; 0 from scratch),
+    ``to_epoch`` (epochs done when it ended), ``how`` (``paused``, ``complete``, ``pruned``,
+    ``interrupted``, ``crashed``, ``failed``; empty when unknown) and ``listed``.
+
+    Example::
+
+        >>> segs = segments_frame(study)  # doctest: +SKIP
+        >>> segs.groupby("trial")["duration_s"].sum()  # s trained, per trial  # doctest: +SKIP
+    """
+    snap = StudySnapshot.of(source)
+    t0 = snap.t0
+    rows = []
+    for trial in snap.trials:
+        for k, seg in enumerate(trial.spans, 1):
+            rows.append({
+                "trial": trial.number, "segment": k, "state": trial.state,
+                "paused": trial.paused is not None, "slot": seg.slot, "host": seg.host,
+                "device": seg.device, "devices": seg.devices or trial.devices,
+                "start_time": seg.start, "end_time": seg.end,
+                "start_s": None if t0 is None else seg.start - t0,
+                "end_s": None if t0 is None or seg.end is None else seg.end - t0,
+                "duration_s": None if seg.end is None else seg.end - seg.start,
+                "from_epoch": seg.from_epoch, "to_epoch": seg.to_epoch, "how": seg.how,
+                "listed": seg.listed,
+            })
+    frame = pd.DataFrame(rows, columns=SEGMENT_COLUMNS)
+    for name in ("trial", "segment", "devices"):
+        frame[name] = frame[name].astype("int64")
+    for name in ("slot", "from_epoch", "to_epoch"):
+        frame[name] = frame[name].astype("Int64")
+    for name in ("start_time", "end_time", "start_s", "end_s", "duration_s"):
+        frame[name] = frame[name].astype("float64")
+    for name in ("paused", "listed"):
+        frame[name] = frame[name].astype("bool")
     return frame
 
 
@@ -280,9 +355,10 @@ def rungs_frame(source: Source) -> pd.DataFrame:
     Columns: ``bracket``, ``rung`` (epochs), ``trial``, ``value`` (what the decision compared),
     ``step`` (the epoch whose report reached the rung), ``state`` and ``stopped_by`` (the
     trial's, as in :func:`trials_frame`), and ``outcome``: ``promoted`` (it reported a later
-    epoch), ``pruned`` (the pruner stopped it here), ``continuing`` (RUNNING, let through, no
-    later epoch yet) or ``ended`` (it ended at that report for another reason: COMPLETE, FAIL,
-    or stopped by the study's budget).
+    epoch), ``pruned`` (the pruner stopped it here), ``paused`` (it waits here, paused, for a
+    decision or a free slot), ``continuing`` (RUNNING, let through, no later epoch yet) or
+    ``ended`` (it ended at that report for another reason: COMPLETE, FAIL, or stopped by the
+    study's budget).
 
     Example::
 
@@ -305,6 +381,8 @@ def rungs_frame(source: Source) -> pd.DataFrame:
             outcome = "promoted"
         elif trial.stopped_by == "pruner" and rung == top[(bracket, number)]:
             outcome = "pruned"
+        elif trial.paused is not None and rung == top[(bracket, number)]:
+            outcome = "paused"
         elif trial.state == "RUNNING":
             outcome = "continuing"
         else:
@@ -325,23 +403,30 @@ class _Spending:
     """Compute spent by all trials up to given times: epochs and device-seconds, vectorised.
 
     Epochs count each trial's ``epoch_end_times``; a trial without them is credited pro rata
-    over its duration (its epochs spread evenly from start to end). Both are cumulative sums
+    over its duration (its epochs spread evenly from start to end); a trial that lists its
+    segments is counted segment by segment (each segment's epochs, retrained ones included,
+    at their end times where these fall in the segment, else pro rata over it), and its
+    device-seconds run over its segments only, not its pauses. Both are cumulative sums
     over sorted event times, so a whole incumbent trajectory costs a few sorts, not a pass over
     every trial per row.
     """
 
     def __init__(self, trials: Sequence[TrialRecord], horizon: float) -> None:
         ends: list[float] = []
-        spans = []  # (start, stop, devices) per started trial
+        spans = []  # (start, stop, devices) per span (segment) of each started trial
         for trial in trials:
             stop = trial.busy_until(horizon)
             if trial.start is None or stop is None:
                 continue
-            stop = max(stop, trial.start)
-            spans.append((trial.start, stop, trial.devices))
-            if trial.times and all(x is not None for x in trial.times):
+            for seg in trial.spans:
+                end = max(seg.end if seg.end is not None else horizon, seg.start)
+                spans.append((seg.start, end, seg.devices or trial.devices))
+            if trial.segments and all(s.from_epoch is not None for s in trial.segments):
+                ends.extend(_segment_epoch_ends(trial, horizon))
+            elif trial.times and all(x is not None for x in trial.times):
                 ends.extend(x for x in trial.times if x is not None)
             elif trial.epochs:  # pro rata: epoch k of n ends at start + span * k / n
+                stop = max(stop, trial.start)
                 span = stop - trial.start
                 ends.extend(trial.start + span * k / trial.epochs - 1e-9 * span / trial.epochs
                             for k in range(1, trial.epochs + 1))
@@ -380,3 +465,29 @@ class _Spending:
         running = total(self._start_devices, started) - total(self._stop_devices, stopped)
         return (total(self._stop_device_times, stopped) + running * times
                 - total(self._start_device_times, started))
+
+
+def _segment_epoch_ends(trial: TrialRecord, horizon: float) -> list[float]:
+    """Unix s when each epoch a segmented trial trained ended, segment by segment.
+
+    Epoch ``e`` of a segment from ``from_epoch`` to ``to_epoch`` ends at the trial's recorded
+    end time of epoch ``e`` when that falls within the segment (an epoch retrained after a
+    crash or from scratch has its end time in its last segment only), else pro rata over the
+    segment. A segment in flight counts the epochs reported since it started.
+    """
+    when = {s: x for s, x in zip(trial.steps, trial.times, strict=True) if x is not None}
+    found: list[float] = []
+    for seg in trial.segments:
+        start = seg.start
+        end = max(seg.end if seg.end is not None else horizon, start)
+        first = seg.from_epoch or 0
+        last = seg.to_epoch
+        if last is None:
+            last = max((s for s, x in when.items() if s > first and x >= start), default=first)
+        n = last - first
+        for k, epoch in enumerate(range(first + 1, last + 1), 1):
+            x = when.get(epoch)
+            if x is None or not start <= x <= end + 1e-6:
+                x = start + (end - start) * k / n - 1e-9 * (end - start) / n
+            found.append(x)
+    return found

@@ -1,0 +1,166 @@
+"""Run a study from Python: :func:`run` takes a config as a mapping (a notebook) or a file.
+
+``python -m lightning_hpo.launch`` is a thin command line over :func:`launch`; both check
+everything (config, model and data, devices, storage, folders) before the study is created or
+changed, and raise :class:`~lightning_hpo.errors.ConfigError` naming the field.
+
+Example::
+
+    import lightning_hpo.launch
+
+    study = lightning_hpo.launch.run({
+        "study": "nb", "storage": "runs/nb.journal", "model": {"name": "lenet"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        "pruner": {"name": "sync_sh", "min_resource": 2, "max_resource": 10,
+                   "reduction_factor": 2},
+        "stop": {"n_trials": 8},
+    })
+    print(study.best_trial.params)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import optuna
+from optuna.trial import TrialState
+from rich.console import Console
+
+from lightning_hpo.config import (
+    Config,
+    apply_overrides,
+    check_against_registry,
+    load_config,
+    parse_config,
+    resolve_config,
+)
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.folders import prepare_folders, remove_folders
+from lightning_hpo.schema import ATTR
+from lightning_hpo.storage import StorageSpec, mask
+
+__all__ = ["Outcome", "launch", "run"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`launch` did: the study (None after ``check``) and why it stopped."""
+
+    study: optuna.Study | None
+    why: str
+
+
+def run(
+    config: Mapping[str, Any] | str | Path | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    quiet: bool = True,
+) -> optuna.Study:
+    """Run a study on every device of this machine, as ``python -m lightning_hpo.launch`` does,
+    and return it (an ordinary :class:`optuna.Study`).
+
+    Args:
+        config: the config as a mapping (the YAML file's content), a config file, the name of
+            a shipped config, or None for the quickstart.
+        overrides: ``"key.sub=value"`` strings, as ``--set`` takes them.
+        quiet: print only the summary (True), or one line per trial event (False).
+
+    Raises:
+        ConfigError: bad input, naming the field; nothing was written to the study.
+
+    Example::
+
+        study = run({"study": "nb", "model": {"name": "lenet"},
+                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
+                     "pruner": {"name": "asha", "mode": "promotion", "max_resource": 9},
+                     "stop": {"n_trials": 20}}, ["stop.n_trials=10"])
+    """
+    if isinstance(config, Mapping):
+        cfg = parse_config(apply_overrides(config, overrides))
+    else:
+        cfg = load_config(resolve_config(config), overrides)
+    console = Console(highlight=False, markup=False, soft_wrap=True)
+    outcome = launch(cfg, console=console, mode="quiet" if quiet else "lines")
+    assert outcome.study is not None
+    return outcome.study
+
+
+def launch(
+    cfg: Config,
+    *,
+    console: Console,
+    mode: Literal["live", "lines", "quiet"],
+    check: bool = False,
+    config_file: Path | None = None,
+) -> Outcome:
+    """Check everything, then create or resume the study and run it to its budget.
+
+    With ``check`` it prints the plan and writes nothing.
+
+    Raises:
+        ConfigError: bad input (config, registry, devices, storage, folders), naming the field.
+    """
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    check_against_registry(cfg)
+    from lightning_hpo.launch.devices import detect_devices, plan_slots
+
+    kind, n_devices = detect_devices(cfg.devices.accelerator, cfg.devices.count)
+    slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device)
+    plan = (f"{len(slots)} slot(s) on {n_devices} {kind} device(s), "
+            f"{cfg.devices.per_trial} device(s) per trial")
+    spec = StorageSpec(cfg.storage)
+    if spec.kind == "sqlite-memory":
+        raise ConfigError("storage", "in-memory SQLite is not shared with the worker "
+                          "processes; use a journal file path or sqlite:///FILE.db")
+    # Reads only, never creates the file or the study; a run replays a journal once, later.
+    found = spec.check(replay=check)
+    made = prepare_folders(cfg, write=not check)
+    if check:
+        source = f"; config file {config_file}" if config_file is not None else ""
+        console.print(f"config OK: study '{cfg.study}' on {mask(cfg.storage)} ({found}); "
+                      f"run folder {cfg.study_dir}; {plan}{source}")
+        return Outcome(None, "checked")
+    from lightning_hpo.launch.study import open_study, recover_stale_trials, study_lock
+
+    try:
+        storage = spec.open()
+        study, created = open_study(cfg, storage)
+    except ConfigError:
+        remove_folders(made)
+        raise
+    from lightning_hpo.launch.status import Display, summary
+    from lightning_hpo.launch.supervisor import Supervisor
+
+    with study_lock(cfg, storage, "schedule"):
+        stale = recover_stale_trials(study, cfg)
+    trials = study.get_trials(deepcopy=False)
+    paused = sum(t.state == TrialState.RUNNING and isinstance(t.user_attrs.get(ATTR.PAUSED), dict)
+                 for t in trials)
+    done = sum(t.state != TrialState.WAITING for t in trials)
+    if mode != "quiet":
+        console.print(
+            f"{'Created' if created else 'Resuming'} study '{cfg.study}' on {mask(cfg.storage)}"
+            f" ({done} trials so far{_resume_words(stale, paused)}); {plan}"
+        )
+    display = Display(cfg, mode, console)
+    sup = Supervisor(cfg, study, slots, kind, n_cores=len(os.sched_getaffinity(0)),
+                     on_change=display.update)
+    with display:
+        why = sup.run()
+    display.update(sup)
+    for line in summary(cfg, study, sup, why):
+        console.print(line)
+    return Outcome(study, why)
+
+
+def _resume_words(stale: dict[int, str], paused: int) -> str:
+    """``", 2 paused to resume, 1 stale failed"``: what a resumed study holds."""
+    failed = sum(outcome == "failed" for outcome in stale.values())
+    words = [f"{paused} paused to resume"] if paused else []
+    if failed:
+        words.append(f"{failed} stale failed")
+    return "".join(f", {word}" for word in words)
