@@ -1069,7 +1069,7 @@ PAUSE_SCENARIO: dict[int, tuple[TrialState, tuple[float, ...], list[float], dict
          ATTR.SEGMENTS: [seg(0, 0, 2.5, 0, 2, "paused"), seg(1, 6, 8.5, 2, 4, "paused"),
                          seg(0, 9, 13.5, 4, 8, "complete")]}),
     1: (TrialState.RUNNING, (0.7, 0.55, 0.45, 0.2), [1.3, 2.3, 4.25, 5.25],
-        {ATTR.START: T0 + 0.05, ATTR.SLOT: 0,
+        {ATTR.START: T0 + 0.05, ATTR.END: T0 + 5.5, ATTR.SLOT: 0,  # its last segment's end
          ATTR.PAUSED: paused_attr(4, 5.5, "rung 4"),
          ATTR.SEGMENTS: [seg(1, 0.05, 2.55, 0, 2, "paused"), seg(0, 3, 5.5, 2, 4, "paused")]}),
     2: (TrialState.PRUNED, (0.9, 0.8), [3.85, 4.85],
@@ -1085,7 +1085,7 @@ PAUSE_SCENARIO: dict[int, tuple[TrialState, tuple[float, ...], list[float], dict
     4: (TrialState.PRUNED, (0.85, 0.75), [13.75, 14.75],
         {ATTR.START: T0 + 12.5, ATTR.END: T0 + 15.0, ATTR.SLOT: 1, ATTR.STOP_REASON: BUDGET}),
     5: (TrialState.RUNNING, (0.75, 0.6, 0.5), [16.75, 17.75],
-        {ATTR.START: T0 + 15.5, ATTR.SLOT: 1, ATTR.TARGET: 4,
+        {ATTR.START: T0 + 15.5, ATTR.END: T0 + 18.0, ATTR.SLOT: 1, ATTR.TARGET: 4,
          ATTR.SEGMENTS: [seg(1, 15.5, 18.0, 0, 2, "paused"), seg(1, 19.0, None, 2, None, None)]}),
 }
 #: Seconds each trial trained (its segments, pauses left out), all on one device.
@@ -1180,7 +1180,7 @@ def test_summary_and_tables_count_paused_trials(paused_study: optuna.Study) -> N
     assert frame["segments"].tolist() == [3, 2, 1, 2, pd.NA, 2]
     assert frame["epochs_trained"].tolist() == [8, 4, 2, 9, 2, 3]
     assert frame["device_seconds"].to_dict() == pytest.approx(PAUSE_TRAINED_S)
-    assert math.isnan(frame.loc[1, "duration_s"])  # still running in Optuna's terms
+    assert frame.loc[[1, 5], ["duration_s", "end_time"]].isna().all(axis=None)  # RUNNING
     assert frame.loc[2, "stopped_by"] == "pruner" and frame.loc[4, "stopped_by"] == "budget"
     segments = segments_frame(paused_study)
     listed = sum(len(attrs.get(ATTR.SEGMENTS, [])) for *_, attrs in PAUSE_SCENARIO.values())
@@ -1275,6 +1275,8 @@ def test_timeline_draws_each_segment_on_its_slot_with_the_pauses(
     assert len(bars) == len(snap.trials)
     assert bars["trial-1"].get_width() == pytest.approx(5.45) and not bars["trial-1"].get_hatch()
     assert bars["trial-1"].get_facecolor() == paused_color
+    assert bars["trial-5"].get_width() == pytest.approx(20.5 - 15.5)  # RUNNING: to the horizon
+    assert bars["trial-5"].get_hatch() == "//"
 
 
 def test_rung_plot_shows_paused_promoted_and_stopped_trials(paused_study: optuna.Study) -> None:
@@ -1383,3 +1385,33 @@ def test_a_segment_with_fields_of_the_wrong_kind_keeps_what_it_can(tmp_path: Pat
     assert trial.device_seconds == pytest.approx((2 + 2) * 2)  # the trial's 2 devices each
     fig = plot_timeline(trials_frame(study), study_info(study), None, segments_frame(study))
     assert [p.get_gid() for p in fig.axes[0].patches] == ["trial-0:2"]  # the one with a slot
+
+
+def test_sync_hyperband_trials_are_in_their_rounds_bracket(tmp_path: Path) -> None:
+    # synchronous Hyperband stores its ladders in round order and each trial's round: round j
+    # runs bracket j % 3 (a trial's own bracket attribute, where written, wins)
+    study = optuna.create_study(study_name="shb", storage=open_storage(
+        str(tmp_path / "shb.journal")))
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(
+        PAUSE_CONFIG, study="shb", pruner={"name": "sync_hyperband", "min_resource": 1,
+                                           "max_resource": 9, "reduction_factor": 3})))
+    store_pruner_settings(study, {"name": "sync_hyperband", "mode": "sync", "min_resource": 1,
+                                  "reduction_factor": 3, "max_resource": 9,
+                                  "brackets": [[1, 3, 9], [3, 9], [9]], "budgets": []})
+    for round_index in (0, 1, 2, 3, 4, None):
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.PRUNED, params={}, distributions={},
+            intermediate_values={k: 0.5 for k in range(1, 4)},
+            user_attrs={} if round_index is None else {ATTR.ROUND: round_index}))
+    explicit = optuna.trial.create_trial(state=TrialState.PRUNED, params={}, distributions={},
+                                         intermediate_values={1: 0.5},
+                                         user_attrs={ATTR.ROUND: 0},
+                                         system_attrs={BRACKET_ATTR: 2})
+    study.add_trial(explicit)
+    assert trials_frame(study)["bracket"].tolist() == [0, 1, 2, 0, 1, 0, 2]
+    fig = plot_rungs(curves_frame(study), study_info(study), rungs_frame(study))
+    assert "sync_hyperband, 3 brackets, one panel each" in fig.get_suptitle()
+    drawn = {ax.get_gid(): sorted(int(a.get_gid().split("-")[1]) for a in ax.lines
+                                  if a.get_gid().startswith("trial-"))
+             for ax in fig.axes if ax.get_visible()}
+    assert drawn == {"bracket-0": [0, 3, 5], "bracket-1": [1, 4], "bracket-2": [2, 6]}

@@ -105,20 +105,28 @@ class StudyInfo:
         """Whether value ``a`` is at least as good as ``b`` in this study's direction."""
         return a <= b if self.direction == "minimize" else a >= b
 
-    def bracket_of(self, trial_number: int) -> int | None:
+    def bracket_of(self, trial_number: int, round_index: int | None = None) -> int | None:
         """The pruner's bracket for a trial that has not stored one (``None`` without pruner).
 
         Hyperband assigns brackets by a hash of the study name and trial number, so the report
         finds the bracket of a trial that stopped before its first rung (where the pruner
-        stores it) exactly as the pruner would.
+        stores it) exactly as the pruner would. Synchronous Hyperband runs its brackets in
+        turn, one per round, and stores its ladders in round order: round ``j``'s trials
+        (``round_index``, :data:`ATTR.ROUND <lightning_hpo.schema.ATTR>`) are in bracket
+        ``j % len(brackets)``.
 
         Example::
 
             >>> StudyInfo("demo", "minimize").bracket_of(3) is None
             True
+            >>> StudyInfo("d", "minimize", pruner="sync_hyperband",
+            ...           brackets=((1, 3, 9), (3, 9), (9,))).bracket_of(7, round_index=4)
+            1
         """
         if self.budgets:
             return bracket_of(self.name, trial_number, self.budgets)
+        if self.pruner == "sync_hyperband" and self.brackets and round_index is not None:
+            return round_index % len(self.brackets)
         return 0 if self.brackets else None
 
 

@@ -342,7 +342,9 @@ class TrialRecord:
             (s for s in (Segment.read(x, host) for x in raw_segments) if s is not None),
             key=lambda s: s.start,
         ) if isinstance(raw_segments, (list, tuple)) else []
-        start, end = _number(attrs.get(ATTR.START)), _number(attrs.get(ATTR.END))
+        start = _number(attrs.get(ATTR.START))
+        # a RUNNING trial has not ended, whatever the end time its last segment left behind
+        end = _number(attrs.get(ATTR.END)) if frozen.state.is_finished() else None
         if segments:  # the trial started with its first segment, ended with its last
             start = segments[0].start if start is None else min(start, segments[0].start)
             ends = [s.end for s in segments if s.end is not None]
@@ -369,7 +371,7 @@ class TrialRecord:
         devices = devices_in_label(attrs.get(ATTR.DEVICE))
         bracket = frozen.system_attrs.get(BRACKET_ATTR)
         if isinstance(bracket, bool) or not isinstance(bracket, int):
-            bracket = info.bracket_of(frozen.number)
+            bracket = info.bracket_of(frozen.number, _count(attrs.get(ATTR.ROUND)))
         reason = attrs.get(ATTR.STOP_REASON)  # the launcher's: the study's budget stopped it
         reason = str(reason) if reason not in (None, "") else None
         pause = Pause.read(attrs.get(ATTR.PAUSED))
