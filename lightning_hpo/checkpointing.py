@@ -8,8 +8,10 @@ exactly (on CPU with ``deterministic=True``; checked by ``tests/test_checkpointi
 
 Resuming is a plain ``fit`` with ``ckpt_path``: a checkpoint written after epoch ``e`` and a
 ``Trainer(max_epochs=T)`` train epochs ``e+1 .. T``, each once; a ``ModelCheckpoint`` of the
-same configuration in the new trainer carries on with the best score it had. Every value here
-loads with ``weights_only=True``. Example (the paused segment, then the resumed one)::
+same configuration in the new trainer carries on with the best score it had. The checkpoint
+loads with ``weights_only=True`` (when the model's and data module's hyperparameters are plain
+values, as those of :mod:`lightning_hpo.models` and :mod:`lightning_hpo.data` are). Example
+(the paused segment, then the resumed one)::
 
     def trainer(max_epochs, resume):
         return L.Trainer(max_epochs=max_epochs, callbacks=[RandomState(), resume])
@@ -56,6 +58,7 @@ from lightning_hpo.errors import ConfigError
 
 __all__ = [
     "EVERY_CHOICES",
+    "Every",
     "RANDOM_STATE_KEY",
     "CheckpointWriteError",
     "RandomState",
@@ -70,6 +73,7 @@ RANDOM_STATE_KEY = "lightning_hpo_random_state"
 #: The values of :class:`ResumeCheckpoint`'s ``every`` (the config's ``checkpoint.every``).
 EVERY_CHOICES: tuple[str, ...] = ("auto", "epoch", "rung")
 
+#: The type of :class:`ResumeCheckpoint`'s ``every``.
 Every = Literal["auto", "epoch", "rung"]
 
 
@@ -86,9 +90,15 @@ class CheckpointWriteError(OSError):
 # --------------------------------------------------------------------------------------------
 # Random-number state, in types ``torch.load(weights_only=True)`` accepts.
 
+#: Set by ``seed_everything``: the seed of the ``DistributedSampler`` Lightning adds under DDP
+#: (it shuffles by ``seed + epoch``, not from the generators) and whether loader workers are
+#: seeded from it.
+_SEED_VARIABLES = ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")
+
 
 def _capture(device: torch.device | None) -> dict[str, Any]:
-    """This process's generators: torch CPU, CUDA ``device`` (if given), numpy, Python."""
+    """This process's generators (torch CPU, CUDA ``device`` if given, numpy, Python) and
+    Lightning's seed variables."""
     kind, keys, pos, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
     version, internal, gauss_next = random.getstate()
     state: dict[str, Any] = {
@@ -106,6 +116,7 @@ def _capture(device: torch.device | None) -> dict[str, Any]:
             "gauss_next": None if gauss_next is None else float(gauss_next),
         },
         "cuda": None,
+        "environment": {name: os.environ.get(name) for name in _SEED_VARIABLES},
     }
     if device is not None:
         state["cuda"] = {"index": device.index, "state": torch.cuda.get_rng_state(device)}
@@ -113,7 +124,7 @@ def _capture(device: torch.device | None) -> dict[str, Any]:
 
 
 def _restore(state: dict[str, Any], device: torch.device | None) -> None:
-    """Set this process's generators from :func:`_capture`'s ``state``."""
+    """Set this process's generators and seed variables from :func:`_capture`'s ``state``."""
     torch.set_rng_state(state["torch"])
     numpy_state = state["numpy"]
     np.random.set_state(
@@ -135,6 +146,11 @@ def _restore(state: dict[str, Any], device: torch.device | None) -> None:
     )
     if device is not None and state["cuda"] is not None:
         torch.cuda.set_rng_state(state["cuda"]["state"], device)
+    for name, value in state.get("environment", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _cuda_device(trainer: L.Trainer) -> torch.device | None:
@@ -148,11 +164,14 @@ class RandomState(L.Callback):
 
     Lightning's checkpoint holds the model, optimizer, schedulers and loops but not the state of
     torch's CPU generator (which draws the shuffling seed of each epoch and the dropout masks),
-    the trainer's CUDA generator, numpy's global generator or Python's ``random``. Without it a
+    the trainer's CUDA generator, numpy's global generator or Python's ``random``, nor the
+    global seed ``seed_everything`` put in ``PL_GLOBAL_SEED`` (the seed of the
+    ``DistributedSampler`` that shuffles under DDP) and ``PL_SEED_WORKERS``. Without them a
     resumed run shuffles and drops out differently from the straight run it continues. This
     callback stores them under :data:`RANDOM_STATE_KEY`, as tensors, ints, floats, strings and
     dicts only, so the checkpoint loads with ``weights_only=True``, and sets them back while
-    ``fit(ckpt_path=...)`` restores the callbacks, before the first training batch is drawn.
+    ``fit(ckpt_path=...)`` restores the callbacks, before the training data loader is built and
+    its first batch drawn.
 
     Under DDP each rank's state is kept (gathered when the checkpoint is made, which every rank
     does in ``trainer.save_checkpoint``) and each rank gets its own back. Resumed on another
@@ -250,7 +269,9 @@ class ResumeCheckpoint(Checkpoint):
     runs ``Checkpoint`` callbacks last), so the epoch's metric is reported and each
     ``ModelCheckpoint`` has updated; list it after every ``ModelCheckpoint`` in
     ``Trainer(callbacks=[...])`` (``fit`` raises :class:`~lightning_hpo.errors.ConfigError`
-    otherwise). Add :class:`RandomState` too, or resumed training differs from straight
+    otherwise). Being a ``Checkpoint``, it stands in for Lightning's default
+    ``ModelCheckpoint`` (none is added beside it) and needs ``enable_checkpointing=True``, the
+    default. Add :class:`RandomState` too, or resumed training differs from straight
     training. Resume with ``trainer.fit(model, datamodule=data, ckpt_path=path,
     weights_only=True)``; see the module's docstring.
 
@@ -274,7 +295,8 @@ class ResumeCheckpoint(Checkpoint):
             ``setup`` to its ``on_load_checkpoint``, i.e. reading the file and restoring the
             model (the optimizer and loop states, restored just after, are small copies); else
             None.
-        every_epoch: whether it currently saves at every epoch (``"auto"`` switches it off).
+        every_epoch: whether it currently saves at every epoch (``"auto"`` switches it off;
+            rank 0's decision, which every rank follows).
 
     Example::
 
@@ -380,15 +402,19 @@ class ResumeCheckpoint(Checkpoint):
         return self.every_epoch or epoch in self.rungs or at_end or stopping
 
     def _save(self, trainer: L.Trainer, epoch: int) -> float:
-        """Write the checkpoint atomically on every rank's behalf; returns its seconds."""
+        """Write the checkpoint atomically on every rank's behalf; returns its seconds.
+
+        Every rank leaves through the same door: a failure on rank 0 (where the file is
+        written and ``on_save`` runs) is broadcast, and every rank raises.
+        """
         temporary = self.path + ".tmp"
         started = time.perf_counter()
-        failure: BaseException | None = None
-        message: str | None = None
+        failure: Exception | None = None
+        written = True  # False: the file is not in place (the failure is a write error)
         try:
             trainer.save_checkpoint(temporary)  # every rank; rank 0 writes, then a barrier
-        except OSError as error:
-            failure, message = error, f"cannot write checkpoint {self.path}: {_reason(error)}"
+        except Exception as error:
+            failure, written = error, False
             trainer.strategy.barrier("ResumeCheckpoint")  # the one the failed save skipped
         if trainer.is_global_zero and failure is None:
             try:
@@ -396,8 +422,8 @@ class ResumeCheckpoint(Checkpoint):
                 # no file: the rename then fails and says so.
                 os.replace(temporary, self.path)
             except OSError as error:
-                failure, message = error, f"cannot write checkpoint {self.path}: {_reason(error)}"
-        if failure is not None and trainer.is_global_zero:
+                failure, written = error, False
+        if not written and trainer.is_global_zero:
             with contextlib.suppress(OSError):
                 os.remove(temporary)
         seconds = time.perf_counter() - started
@@ -405,16 +431,22 @@ class ResumeCheckpoint(Checkpoint):
             try:
                 self.on_save(epoch, self.path)
             except Exception as error:
-                failure, message = error, f"on_save failed after epoch {epoch}: {error!r}"
-        write_failed, message = trainer.strategy.broadcast(
-            (isinstance(failure, OSError), message), src=0
+                failure = error
+        message = None
+        if failure is not None and not written and isinstance(failure, OSError):
+            message = f"cannot write checkpoint {self.path}: {_reason(failure)}"
+        elif failure is not None:
+            what = "writing" if not written else "on_save after writing"
+            message = f"{what} checkpoint {self.path} failed: {type(failure).__name__}: {failure}"
+        kind, message = trainer.strategy.broadcast(
+            ("write" if isinstance(failure, OSError) and not written else "other", message), src=0
         )
         if message is not None:
-            if failure is not None and not write_failed:
-                raise failure  # on_save's own error, on rank 0
-            if write_failed:
+            if kind == "write":
                 raise CheckpointWriteError(message) from failure
-            raise RuntimeError(f"rank 0: {message}")
+            if failure is not None:
+                raise failure  # rank 0's own error, as it was raised
+            raise RuntimeError(f"global rank 0: {message}")
         self.last = (epoch, self.path)
         self.saved_epochs.append(epoch)
         if trainer.is_global_zero:

@@ -156,13 +156,16 @@ def _resume(
     }
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _restore_torch_flags() -> Iterator[None]:
-    """``Trainer(deterministic=True)`` switches a process-wide torch flag: switch it back."""
+    """``Trainer(deterministic=True)`` switches process-wide torch flags: switch them back
+    when the module is done (autouse: set up before the module's other fixtures)."""
     deterministic = torch.are_deterministic_algorithms_enabled()
+    benchmark = torch.backends.cudnn.benchmark
     workspace = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
     yield
     torch.use_deterministic_algorithms(deterministic)
+    torch.backends.cudnn.benchmark = benchmark
     if workspace is None:
         os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
     else:
@@ -179,6 +182,10 @@ def straight(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
 # Pause and resume equals no pause.
 
 
+_SAME_FOLDER = "ignore:Checkpoint directory .* exists and is not empty"  # the trial's own
+
+
+@pytest.mark.filterwarnings(_SAME_FOLDER)
 @pytest.mark.parametrize("name", list(_MODELS))
 def test_paused_and_resumed_equals_straight(
     name: str, straight: dict[str, dict[str, Any]], tmp_path: Path
@@ -205,6 +212,7 @@ def test_paused_and_resumed_equals_straight(
     assert first.load_seconds is None
 
 
+@pytest.mark.filterwarnings(_SAME_FOLDER)
 def test_without_random_state_resumed_training_differs(
     straight: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -260,18 +268,25 @@ def test_resumed_in_a_fresh_process_equals_straight(
 # RandomState on its own.
 
 
-def test_random_state_round_trip_through_weights_only_file(tmp_path: Path) -> None:
+def test_random_state_round_trip_through_weights_only_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     trainer = _trainer(1, [], tmp_path)
     checkpoint: dict[str, Any] = {}
+    monkeypatch.setenv("PL_GLOBAL_SEED", "7")  # DistributedSampler's shuffling seed
+    monkeypatch.delenv("PL_SEED_WORKERS", raising=False)
     torch.manual_seed(3), np.random.seed(4), random.seed(5)
     np.random.standard_normal()  # numpy caches a gaussian: that is state too
     RandomState().on_save_checkpoint(trainer, None, checkpoint)
     expected = (torch.rand(5), np.random.standard_normal(5), [random.random() for _ in range(5)])
     torch.save(checkpoint, tmp_path / "state.ckpt")
 
-    torch.manual_seed(99), np.random.seed(99), random.seed(99)
+    L.seed_everything(99, workers=True, verbose=False)  # another seed, workers seeded
+    np.random.seed(99), random.seed(99)
     loaded = torch.load(tmp_path / "state.ckpt", weights_only=True)
     RandomState().on_load_checkpoint(trainer, None, loaded)
+    assert os.environ.get("PL_GLOBAL_SEED") == "7"
+    assert "PL_SEED_WORKERS" not in os.environ
     assert torch.equal(torch.rand(5), expected[0])
     assert np.array_equal(np.random.standard_normal(5), expected[1])
     assert [random.random() for _ in range(5)] == expected[2]
@@ -413,11 +428,14 @@ def test_a_failed_write_keeps_the_previous_checkpoint_and_names_the_file(
 
 def test_on_save_errors_propagate(tmp_path: Path) -> None:
     def broken(epoch: int, path: str) -> None:
-        raise KeyError("storage down")
+        raise OSError("storage down")  # an OSError, but not the checkpoint's write
 
-    resume = ResumeCheckpoint(tmp_path / "resume.ckpt", every="epoch", on_save=broken)
-    with pytest.raises(KeyError, match="storage down"):
+    path = tmp_path / "resume.ckpt"
+    resume = ResumeCheckpoint(path, every="epoch", on_save=broken)
+    with pytest.raises(OSError, match="storage down") as raised:
         _fast_fit(tmp_path, resume, 2)
+    assert not isinstance(raised.value, CheckpointWriteError)
+    assert torch.load(path, weights_only=True)["epoch"] + 1 == 1  # the file was written
 
 
 def test_must_come_after_every_model_checkpoint(tmp_path: Path) -> None:
