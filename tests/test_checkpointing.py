@@ -107,6 +107,14 @@ def _state(model: L.LightningModule) -> dict[str, torch.Tensor]:
     return {key: value.detach().clone() for key, value in model.state_dict().items()}
 
 
+def _subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment of a subprocess: this working tree's package first, no DDP leftovers."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "GLOBAL_RANK", "RANK"}}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
+    return {**env, **extra}
+
+
 def _max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     assert a.keys() == b.keys()
     return max(float((a[key].double() - b[key].double()).abs().max()) for key in a)
@@ -157,13 +165,17 @@ def _resume(
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _restore_torch_flags() -> Iterator[None]:
-    """``Trainer(deterministic=True)`` switches process-wide torch flags: switch them back
-    when the module is done (autouse: set up before the module's other fixtures)."""
+def _torch_settings() -> Iterator[None]:
+    """One torch thread (these small models run faster so on shared cores), and back to the
+    process's settings when the module is done, including the flags
+    ``Trainer(deterministic=True)`` switches (autouse: set up before the other fixtures)."""
+    threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     benchmark = torch.backends.cudnn.benchmark
     workspace = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    torch.set_num_threads(1)
     yield
+    torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(deterministic)
     torch.backends.cudnn.benchmark = benchmark
     if workspace is None:
@@ -251,7 +263,7 @@ def test_resumed_in_a_fresh_process_equals_straight(
     out = tmp_path / "resumed.json"
     command = [sys.executable, __file__, "resume", str(tmp_path / "resume.ckpt"), str(out),
                str(torch.get_num_threads())]
-    proc = run_job(command, cwd=_REPO_ROOT, env=dict(os.environ), timeout=300)
+    proc = run_job(command, cwd=_REPO_ROOT, env=_subprocess_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(out.read_text())
     reference = straight["dropout_mlp"]
@@ -511,9 +523,8 @@ def _free_port() -> int:
 def test_ddp_paused_and_resumed_equals_straight(tmp_path: Path) -> None:
     from _support import run_job
 
-    env = {key: value for key, value in os.environ.items()
-           if key not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "GLOBAL_RANK", "RANK"}}
-    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), OMP_NUM_THREADS="1")
+    env = _subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+                          OMP_NUM_THREADS="1")
     proc = run_job([sys.executable, __file__, "ddp", str(tmp_path)], cwd=_REPO_ROOT, env=env,
                    timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]
