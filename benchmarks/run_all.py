@@ -7,8 +7,10 @@ ratio, the target, and PASS or MISS.
 
 Default: the overheads (Lightning vs a plain loop, the callback per epoch, the launcher's idle
 gap between trials, the pruner's decision vs Optuna's), about 4 minutes on 2 cores. ``--full``
-adds scaling (1 vs 2 workers) and search efficiency (random search vs ASHA vs Hyperband, 3
-seeds), about 13 minutes more. ``--quick`` runs every benchmark in its small mode.
+adds scaling (1 vs 2 workers), search efficiency (random search vs ASHA vs Hyperband, 3 seeds)
+and pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and
+the textbook round's 34 vs 58 epochs), about 27 minutes more. ``--quick`` runs every benchmark
+in its small mode.
 
     python benchmarks/run_all.py            # make bench
     python benchmarks/run_all.py --full     # make bench-full
@@ -40,6 +42,7 @@ OVERHEADS: list[tuple[str, list[str], list[str]]] = [
 FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_workers.py", [], ["--quick"]),
     ("bench_search.py", [], ["--quick"]),
+    ("bench_promotion.py", [], ["--quick"]),
 ]
 
 
@@ -58,7 +61,8 @@ def _table(figures: list[Figure]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true",
-                        help="add scaling and search efficiency (about 13 minutes more)")
+                        help="add scaling, search efficiency and pause/resume (about 27 "
+                             "minutes more)")
     parser.add_argument("--quick", action="store_true", help="every benchmark in its small mode")
     args = parser.parse_args(argv)
     plan = OVERHEADS + (FULL if args.full else [])

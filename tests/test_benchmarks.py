@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,6 +21,7 @@ from optuna.trial import TrialState
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+import bench_promotion  # noqa: E402
 import bench_search  # noqa: E402
 import bench_workers  # noqa: E402
 import run_all  # noqa: E402
@@ -96,6 +100,268 @@ def test_search_report_counts_never_reaching_as_a_miss() -> None:
     assert not ok and figure.ratio == "not reached"
 
 
+# -- bench_promotion: segments -> trained epochs, idle slots, checkpoints, targets -------------
+
+
+def _segmented(number: int, values: dict[int, float], times: list[float],
+               segments: list[tuple[float, float, int, int]],
+               state: TrialState = TrialState.COMPLETE) -> optuna.trial.FrozenTrial:
+    """A trial with ``(start, end, from_epoch, to_epoch)`` segments, as the launcher writes them."""
+    rows = [{"slot": 0, "device": "cpu:0", "start": a, "end": b, "from_epoch": f, "to_epoch": t,
+             "how": "paused"} for a, b, f, t in segments]
+    trial = optuna.trial.create_trial(
+        state=state, value=list(values.values())[-1] if state == TrialState.COMPLETE else None,
+        intermediate_values=values,
+        user_attrs={"epoch_end_times": times, "segments": rows,
+                    "epochs_trained": sum(t - f for _, _, f, t in segments),
+                    "epochs": max((t for *_, t in segments), default=0)},
+    )
+    trial.number = number
+    return trial
+
+
+def _stream(events: list[EpochEvent]) -> list[tuple[float, int, int, float | None]]:
+    return [(e.time, e.trial, e.epoch, None if math.isnan(e.value) else e.value) for e in events]
+
+
+def test_bench_promotion_docstring_examples() -> None:
+    import doctest
+
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(bench_promotion, optionflags=flags)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+def test_trained_epochs_with_resume_are_the_reported_epochs() -> None:
+    resumed = _segmented(0, {1: 0.9, 2: 0.5, 3: 0.4, 4: 0.3}, [1.0, 2.0, 11.0, 12.0],
+                         [(0.0, 2.5, 0, 2), (10.0, 12.5, 2, 4)])
+    other = _segmented(1, {1: 0.8, 2: 0.6}, [1.5, 11.0], [(0.5, 11.2, 0, 2)])
+    events = bench_promotion.trained_epochs([resumed, other])
+    assert _stream(events) == [(1.0, 0, 1, 0.9), (1.5, 1, 1, 0.8), (2.0, 0, 2, 0.5),
+                               (11.0, 0, 3, 0.4), (11.0, 1, 2, 0.6), (12.0, 0, 4, 0.3)]
+    assert events == bench_search.epoch_events([resumed, other])
+
+
+def test_trained_epochs_count_a_retrain_from_scratch_without_new_values() -> None:
+    # rung 2, retrained 0 -> 4 (epochs 1, 2 again, then 3, 4 new), retrained 0 -> 8
+    trial = _segmented(0, {e: 1.0 / e for e in range(1, 9)},
+                       [1.0, 2.0, 13.0, 14.0, 25.0, 26.0, 27.0, 28.0],
+                       [(0.0, 2.0, 0, 2), (10.0, 14.0, 0, 4), (20.0, 28.0, 0, 8)])
+    events = bench_promotion.trained_epochs([trial])
+    assert len(events) == 2 + 4 + 8  # what epochs_trained says
+    assert _stream(events)[2:6] == [(11.0, 0, 1, None), (12.0, 0, 2, None),
+                                    (13.0, 0, 3, 1 / 3), (14.0, 0, 4, 0.25)]
+    again = [e for e in events if e.time > 20.0 and math.isnan(e.value)]
+    assert [e.epoch for e in again] == [1, 2, 3, 4] and [e.time for e in again] == [
+        21.0, 22.0, 23.0, 24.0]
+    assert bench_search.epochs_to_reach(events, 0.25) == (6, 14.0)  # the retrain is compute
+
+
+def test_trained_epochs_cut_fallback_and_odd_segments() -> None:
+    crashed = _segmented(0, {1: 0.9, 2: 0.5}, [1.0, 2.0], [(0.0, 2.0, 0, 2), (5.0, 9.0, 0, 2)])
+    plain = _trial(1, {1: 0.7, 2: 0.6}, [3.0, 4.0])  # no segments: its epoch end times
+    broken = _segmented(2, {1: 0.1}, [1.0], [])
+    broken.user_attrs["segments"] = [{"start": "x"}, None]
+    events = bench_promotion.trained_epochs([crashed, plain, broken], until=7.0)
+    assert _stream(events) == [(1.0, 0, 1, 0.9), (1.0, 2, 1, 0.1), (2.0, 0, 2, 0.5),
+                               (3.0, 1, 1, 0.7), (4.0, 1, 2, 0.6), (7.0, 0, 1, None)]
+    assert [e.time for e in bench_promotion.trained_epochs([crashed])][2:] == [7.0, 9.0]
+
+
+def test_busy_seconds_and_idle_fraction_clip_segments_to_the_window() -> None:
+    a = _segmented(0, {1: 0.5}, [4.0], [(-5.0, 4.0, 0, 1), (6.0, 8.0, 1, 3)])
+    b = _segmented(1, {1: 0.5}, [9.0], [(5.0, 20.0, 0, 1)])
+    assert bench_promotion.busy_seconds([a, b], 0.0, 10.0) == 4.0 + 2.0 + 5.0
+    assert bench_promotion.idle_fraction([a, b], 2, 0.0, 10.0) == pytest.approx(1 - 11 / 20)
+    assert bench_promotion.idle_fraction([], 2, 0.0, 10.0) == 1.0
+    assert bench_promotion.first_start([b, a]) == -5.0
+    assert bench_promotion.first_start([_trial(0, {1: 0.5}, [1.0])]) is None
+    with pytest.raises(ValueError, match="slots"):
+        bench_promotion.idle_fraction([a], 0, 0.0, 10.0)
+    with pytest.raises(ValueError, match="window"):
+        bench_promotion.idle_fraction([a], 2, 10.0, 10.0)
+
+
+def test_analyze_cuts_at_the_budget_from_the_first_trial_start() -> None:
+    first = _segmented(0, {1: 0.9, 2: 0.5, 3: 0.2}, [112.0, 114.0, 121.0],
+                       [(110.0, 121.5, 0, 3)], state=TrialState.RUNNING)
+    second = _segmented(1, {1: 0.8}, [113.0], [(111.0, 113.5, 0, 1)], state=TrialState.PRUNED)
+    info = {"t0": 100.0, "wall": 30.0, "slots": 2, "window": 10.0, "peak_bytes": 5,
+            "peak_files": 1}
+    r = bench_promotion.analyze("asha-promotion", 0, [first, second], info)
+    assert (r.startup, r.window, r.epochs) == (10.0, 10.0, 3)  # epoch 3 ended after 120 s
+    assert r.counts == {"RUNNING": 1, "PRUNED": 1}
+    assert r.busy_window == 10.0 + 2.5
+    assert r.idle_window == pytest.approx(1 - 12.5 / 20)
+    assert r.idle_run == pytest.approx(1 - (11.5 + 2.5) / 60)
+    assert r.seconds_per_epoch == pytest.approx(12.5 / 3)
+
+
+def test_checkpoint_bytes_count_resume_checkpoints_only(tmp_path: Path) -> None:
+    (tmp_path / "trial_00000").mkdir()
+    (tmp_path / "trial_00000" / "resume.ckpt").write_bytes(b"x" * 100)
+    (tmp_path / "trial_00000" / "best.ckpt").write_bytes(b"x" * 1000)
+    (tmp_path / "trial_00001").mkdir()
+    (tmp_path / "trial_00001" / "resume.ckpt.tmp").write_bytes(b"x" * 10)
+    (tmp_path / "trial_00001" / "resume.ckpt.old").write_bytes(b"x" * 1000)
+    (tmp_path / "workers").mkdir()
+    (tmp_path / "workers" / "resume.ckpt").write_bytes(b"x" * 1000)
+    assert bench_promotion.checkpoint_bytes(tmp_path) == (110, 2)
+    assert bench_promotion.checkpoint_bytes(tmp_path / "missing") == (0, 0)
+
+
+def test_run_watcher_keeps_the_peak_and_interrupts_once_after_the_budget(tmp_path: Path) -> None:
+    interrupts: list[float] = []
+    previous = signal.signal(signal.SIGINT, lambda *_: interrupts.append(time.time()))
+    try:
+        with bench_promotion.RunWatcher(tmp_path, window=0.3, interval=0.02) as watcher:
+            time.sleep(0.2)
+            assert watcher.first_seen is None and not interrupts  # no trial yet: no clock
+            (tmp_path / "trial_00000").mkdir()
+            (tmp_path / "trial_00000" / "resume.ckpt").write_bytes(b"x" * 64)
+            deadline = time.time() + 10
+            while not interrupts and time.time() < deadline:
+                time.sleep(0.02)
+            (tmp_path / "trial_00000" / "resume.ckpt").unlink()
+            time.sleep(0.2)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(interrupts) == 1 and watcher.first_seen is not None
+    assert interrupts[0] - watcher.first_seen >= 0.3
+    assert (watcher.peak_bytes, watcher.peak_files) == (64, 1)
+    with bench_promotion.RunWatcher(tmp_path, window=None, interval=0.01) as untimed:
+        time.sleep(0.1)
+    assert untimed.first_seen is not None and untimed.stopped_at is None
+    assert len(interrupts) == 1 and not any(
+        thread.name == "run-watcher" for thread in threading.enumerate())
+
+
+def test_round_outcome_and_its_check() -> None:
+    def trial(number: int, epochs: int, trained: int,
+              state: TrialState) -> optuna.trial.FrozenTrial:
+        t = _segmented(number, {e: 0.5 for e in range(1, epochs + 1)}, [], [], state=state)
+        t.user_attrs.update(epochs=epochs, epochs_trained=trained)
+        return t
+
+    pruned = TrialState.PRUNED
+    resumed = [trial(0, 10, 10, TrialState.COMPLETE), trial(1, 8, 8, pruned),
+               trial(2, 4, 4, pruned), trial(3, 4, 4, pruned),
+               *[trial(n, 2, 2, pruned) for n in range(4, 8)]]
+    epochs, states, pruned_at = bench_promotion.round_outcome(resumed)
+    assert (epochs, states, pruned_at) == (34, {"COMPLETE": 1, "PRUNED": 7}, {2: 4, 4: 2, 8: 1})
+    assert bench_promotion.round_as_expected(epochs, states, pruned_at, resume=True)
+    assert not bench_promotion.round_as_expected(epochs, states, pruned_at, resume=False)
+    assert bench_promotion.round_as_expected(58, states, pruned_at, resume=False)
+    assert not bench_promotion.round_as_expected(34, {"COMPLETE": 2, "PRUNED": 6}, pruned_at,
+                                                 resume=True)
+    assert not bench_promotion.round_as_expected(34, states, {2: 5, 4: 1, 8: 1}, resume=True)
+
+
+@pytest.mark.parametrize("method", bench_promotion.METHODS)
+def test_build_config_is_a_valid_launcher_config(method: str, tmp_path: Path) -> None:
+    from lightning_hpo.config import parse_config
+
+    cfg = parse_config(bench_promotion.build_config(method, 3, 30.0, str(tmp_path / "s.journal"),
+                                                    str(tmp_path), workers=2))
+    assert cfg.max_epochs == bench_promotion.MAX_RESOURCE and cfg.seed == 3
+    assert cfg.trainer["limit_train_batches"] == bench_promotion.LIMIT_TRAIN_BATCHES
+    assert cfg.stop.max_wallclock_time == 30.0 + bench_promotion.STARTUP_ALLOWANCE
+    expected = {"random": ("none", "stop", True), "asha-stop": ("asha", "stop", True),
+                "asha-promotion": ("asha", "promotion", True),
+                "sync-sh": ("sync_sh", "stop", True), "sync-sh-scratch": ("sync_sh", "stop", False)}
+    assert (cfg.pruner.name, cfg.pruner.mode, cfg.pruner.resume) == expected[method]
+
+
+def test_round_config_and_unknown_method(tmp_path: Path) -> None:
+    from lightning_hpo.config import parse_config
+
+    cfg = parse_config(bench_promotion.round_config(False, str(tmp_path / "r.journal"),
+                                                    str(tmp_path), workers=2))
+    p = cfg.pruner
+    assert (p.name, p.min_resource, p.max_resource, p.reduction_factor, p.resume) == (
+        "sync_sh", 2, 10, 2, False)
+    assert cfg.stop.n_trials == 8
+    with pytest.raises(ValueError, match="method is 'bohb'; allowed: random"):
+        bench_promotion.build_config("bohb", 0, 1.0, "s", "r", 1)
+
+
+def _run(method: str, seed: int, values: list[float]) -> bench_promotion.RunResult:
+    return bench_promotion.RunResult(method, seed, 0.0, 0.0, 100.0, 110.0, _events(*values),
+                                     {"COMPLETE": 1}, 0.5, 0.6, 80.0, 1000, 2)
+
+
+@pytest.mark.parametrize(
+    ("stop_epochs", "promotion_epochs", "met"),
+    [pytest.param([5, 6, 7], [4, 5, 30], True, id="promotion-better-median"),
+     pytest.param([5, 6, 7], [4, 6, 30], True, id="same-median-one-slow-seed"),
+     pytest.param([5, 6, 7], [5, 6, 7], True, id="equal"),
+     pytest.param([5, 6, 7], [5, 8, 9], False, id="promotion-worse"),
+     pytest.param([5, None, None], [None, None, 6], False, id="neither-median-reached"),
+     pytest.param([None, None, None], [None, 6, 6], True, id="only-promotion-reaches")],
+)
+def test_promotion_report_compares_median_epochs(
+    stop_epochs: list[int | None], promotion_epochs: list[int | None], met: bool,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # random search first reaches its final best 0.1 at its 30th epoch, in every seed
+    results = {}
+    for seed in range(3):
+        results[("random", seed)] = _run("random", seed, [0.9] * 29 + [0.1])
+        for method, hits in (("asha-stop", stop_epochs), ("asha-promotion", promotion_epochs)):
+            hit = hits[seed]
+            values = [0.5] * 40 if hit is None else [0.5] * (hit - 1) + [0.05]
+            results[(method, seed)] = _run(method, seed, values)
+    methods = ["random", "asha-stop", "asha-promotion"]
+    figures, verdicts = bench_promotion.report_runs(results, methods, [0, 1, 2])
+    (comparison,) = [f for f in figures if f.what.startswith("promotion vs stopping")]
+    ratios = [f for f in figures if "epochs to reach" in f.what]
+    assert comparison.met is met and verdicts[-1] is met
+    assert [f.met for f in ratios] == verdicts[:2]
+    out = capsys.readouterr().out
+    assert f"{'PASS' if met else 'MISS'}  promotion ASHA needs no more epochs" in out
+
+
+def test_report_ratio_target_is_a_third_of_random_search() -> None:
+    results = {("random", 0): _run("random", 0, [0.9] * 29 + [0.1]),
+               ("asha-stop", 0): _run("asha-stop", 0, [0.5] * 9 + [0.1]),  # 10 / 30
+               ("asha-promotion", 0): _run("asha-promotion", 0, [0.5] * 10 + [0.1]),  # 11 / 30
+               ("sync-sh", 0): _run("sync-sh", 0, [0.5] * 3 + [0.1])}
+    figures, verdicts = bench_promotion.report_runs(
+        results, ["random", "asha-stop", "asha-promotion", "sync-sh"], [0])
+    by_name = {f.what.split(":")[0]: f for f in figures}
+    assert (by_name["asha-stop"].ratio, by_name["asha-stop"].met) == ("0.33", True)
+    assert (by_name["asha-promotion"].ratio, by_name["asha-promotion"].met) == ("0.37", False)
+    assert (by_name["sync-sh"].ratio, by_name["sync-sh"].met) == ("0.13", None)  # no target
+    assert verdicts == [True, False, False]  # the comparison: 11 > 10 epochs
+    idle, peak = by_name["slot idle share within the budget (median of 1 seeds)"], by_name[
+        "peak resume checkpoints on disk (largest of 1 seeds)"]
+    assert idle.baseline == "random 0.60" and "asha-promotion 0.60" in idle.measured
+    assert peak.baseline == "random 0.0 MB (2)" and idle.met is None and peak.met is None
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "met"),
+    [pytest.param({True: 34, False: 58}, True, id="textbook"),
+     pytest.param({True: 58, False: 58}, False, id="no-resume-gain"),
+     pytest.param({True: 34}, False, id="one-run-missing")],
+)
+def test_report_round(outcomes: dict[bool, int], met: bool) -> None:
+    states, pruned_at = {"COMPLETE": 1, "PRUNED": 7}, dict(bench_promotion.ROUND_PRUNED_AT)
+    figure, ok = bench_promotion.report_round(
+        {resume: (epochs, states, pruned_at, 20.0) for resume, epochs in outcomes.items()})
+    assert ok is met and figure.met is met and figure.target == "34 vs 58"
+
+
+@pytest.mark.parametrize(("save", "met"), [(0.004, True), (0.006, False)])
+def test_report_checkpoint_fraction_of_an_epoch(save: float, met: bool) -> None:
+    ours = bench_promotion.CheckpointCost(save=save, load=0.005, epoch=0.2, bytes=270_000)
+    full = bench_promotion.CheckpointCost(save=0.005, load=0.005, epoch=0.6, bytes=270_000)
+    figure, ok = bench_promotion.report_checkpoint(ours, full)
+    assert ok is met and figure.ratio == f"{100 * (save + 0.005) / 0.2:.1f}%"
+    assert bench_promotion.median_epochs([120, None, 80]) == 120
+    assert math.isnan(bench_promotion.median_epochs([]))
+
+
 # -- bench_workers: throughput ------------------------------------------------------------------
 
 
@@ -165,3 +431,21 @@ def test_bench_pruner_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert len(rows) == 2 * 2 * 4  # storages x sizes x modes
     assert {f.what.split(",")[1].strip() for f in figures} == {"sqlite", "journal"}
     assert all(json.dumps(f.met) in ("true", "false") for f in figures)
+
+
+@pytest.mark.slow
+def test_bench_promotion_quick_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    stdout, figures = _run_bench("bench_promotion.py", "--quick", "--out", str(tmp_path / "out"),
+                                 tmp_path=tmp_path)
+    rows = [line.split() for line in stdout.splitlines()
+            if line.startswith(("random ", "asha-promotion "))]
+    assert [row[0] for row in rows[:2]] == ["random", "asha-promotion"]
+    assert "Textbook round through the launcher" in stdout and "Resume checkpoint" in stdout
+    whats = [f.what for f in figures]
+    assert any(w.startswith("asha-promotion: epochs to reach") for w in whats)
+    assert any(w.startswith("sync SH round") for w in whats)
+    assert any(w.startswith("resume checkpoint") for w in whats)
+    assert all(f.met in (True, False) for f in figures if f.target != "-")
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.journal")) == sorted(
+        f"{name}.journal" for name in ("random-seed0", "asha-promotion-seed0", "round-resume",
+                                       "round-scratch"))
