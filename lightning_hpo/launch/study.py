@@ -96,10 +96,10 @@ def open_study(
         study, created = _create_or_load(cfg, storage, sampler, pruner)
         if created:
             study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
-        if cfg.pruner.pauses:
-            _note_schedule(study, cfg)
             for params in cfg.initial:
                 study.enqueue_trial(params)
+        if cfg.pruner.pauses:
+            _note_schedule(study, cfg)
         _top_up(study, cfg)
     return study, created
 
