@@ -48,7 +48,7 @@ from optuna.trial import FrozenTrial, TrialState
 from lightning_hpo import schedules
 from lightning_hpo._optuna import live_trial, stale_trial_ids, storage_of, trial_id_of
 from lightning_hpo.config import Config
-from lightning_hpo.launch.study import end_trial, study_lock
+from lightning_hpo.launch.study import claim_trial, end_trial, study_lock
 from lightning_hpo.schema import ATTR, BRACKET_ATTR
 
 __all__ = [
@@ -207,10 +207,6 @@ class Scheduler:
         return any(is_paused(t) for t in running)
 
     def _claim(self) -> optuna.Trial | None:
-        if self.cfg.stop.n_trials is None:
-            return self.study.ask()
-        from lightning_hpo.launch.study import claim_trial
-
         return claim_trial(self.study, self.cfg)
 
     def _start_plain(self, owner: str) -> Assignment | None:

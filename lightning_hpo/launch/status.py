@@ -242,9 +242,10 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         )
     if sup is not None:
         ran = Counter(r.state for r in sup.rows.values())
+        states = ", ".join(f"{n} {s.lower()}" for s, n in ran.items())
         lines.append(
             f"This run: {len(sup.rows)} trials on {len(sup.slots)} slots in "
-            f"{sup.elapsed:.1f} s ({', '.join(f'{n} {s.lower()}' for s, n in ran.items())})."
+            f"{sup.elapsed:.1f} s{f' ({states})' if states else ''}."
         )
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
     best_value: float | None = None

@@ -168,7 +168,21 @@ class Supervisor:
                 signal.signal(sig, handler)
             self._stop_all()
             self._end_orphans()
+            self._refresh_paused_rows()
         return self.stop_reason or "all trials done"
+
+    def _refresh_paused_rows(self) -> None:
+        """Rows shown PAUSED whose trial the scheduler has ended meanwhile (not promoted)
+        take the trial's final state."""
+        paused = [row for row in self.rows.values() if row.state == "PAUSED"]
+        if not paused:
+            return
+        trials = self.study.get_trials(deepcopy=False)
+        for row in paused:
+            trial = trials[row.number]
+            if trial.state.is_finished():
+                row.state = trial.state.name
+                row.reason = trial.user_attrs.get(ATTR.STOP_REASON) or row.reason
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name

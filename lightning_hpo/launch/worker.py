@@ -180,7 +180,7 @@ class _Interrupted(Exception):
 
 
 class _BudgetStop(Exception):
-    """The study's budget stopped the trial: it ends PRUNED with what it reported."""
+    """The study's budget stopped the trial: it pauses with what it reported."""
 
 
 class _CheckpointIO(TorchCheckpointIO):
@@ -323,7 +323,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 continue
             if job is None:
                 return "no trials left"
-            _run_segment(cfg, spec, events, study, job, channel, rungs)
+            _run_segment(cfg, spec, events, scheduler, job, channel, rungs)
             trials_run += 1
     finally:
         if channel is not None:
@@ -348,11 +348,11 @@ def _why_stop(spec: WorkerSpec) -> str | None:
 
 
 def _run_segment(
-    cfg: Config, spec: WorkerSpec, events: EventWriter, study: optuna.Study, job: Assignment,
+    cfg: Config, spec: WorkerSpec, events: EventWriter, scheduler: Scheduler, job: Assignment,
     channel: LeaderChannel | None, rungs: tuple[int, ...],
 ) -> None:
     """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused."""
-    trial = job.trial
+    trial, study = job.trial, scheduler.study
     started = time.time()
     # The supervisor learns of the trial first, and the launcher's pid is the first attribute:
     # whenever this process dies from here on, the trial is handed back for it.
@@ -412,7 +412,7 @@ def _run_segment(
         # At a rung the segment's last epoch was saved; an interruption resumes from the last
         # checkpoint written, or from where the segment started when it wrote none.
         epoch, path = last if last is not None else (job.from_epoch, job.checkpoint)
-        Scheduler(study, cfg).pause(
+        scheduler.pause(
             trial.number, epoch=epoch, checkpoint=path, why=reason or how,
             target=job.to_epoch if how == "interrupted" else None,
         )
