@@ -148,7 +148,16 @@ def backend_of(study: optuna.Study) -> BaseStorage:
         OptunaContractError: the study's storage is that wrapper but holds no ``RDBStorage``
             as ``_backend``, or the wrapper class is gone.
     """
-    storage = storage_of(study)
+    return unwrap_storage(storage_of(study))
+
+
+def unwrap_storage(storage: BaseStorage) -> BaseStorage:
+    """``storage`` without Optuna's cache: the :class:`RDBStorage` inside the wrapper that
+    ``optuna.create_study`` puts around an RDB storage, else ``storage`` itself.
+
+    Raises:
+        OptunaContractError: as :func:`backend_of`.
+    """
     if isinstance(storage, RDBStorage):
         return storage
     try:

@@ -216,9 +216,11 @@ def test_two_launchers_share_one_sync_round_on_postgresql(
     for process in (first, second):
         out = finish(process)
         assert process.returncode == 0, out[-3000:]
+        assert "lost" not in out, out[-3000:]  # no segment trained twice and dropped
     trials = study_of(storage).get_trials(deepcopy=False)
     assert len(trials) == 8
-    assert sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) == 34
+    story = {t.number: (t.state.name, t.user_attrs.get(ATTR.EPOCHS_TRAINED)) for t in trials}
+    assert sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) == 34, story
     stopped_at = Counter(t.user_attrs[ATTR.EPOCHS] for t in trials if t.state == TrialState.PRUNED)
     assert stopped_at == {2: 4, 4: 2, 8: 1}, stopped_at
     launchers = {t.user_attrs[ATTR.LAUNCHER_PID] for t in trials}

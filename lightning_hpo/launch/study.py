@@ -33,11 +33,18 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo._optuna import claim_waiting_trial, storage_of, study_id_of, trial_id_of
+from lightning_hpo._optuna import (
+    OptunaContractError,
+    claim_waiting_trial,
+    storage_of,
+    study_id_of,
+    trial_id_of,
+    unwrap_storage,
+)
 from lightning_hpo.config import Config
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
-from lightning_hpo.storage import StorageSpec
+from lightning_hpo.storage import StorageSpec, mask
 
 __all__ = [
     "build_pruner",
@@ -242,9 +249,17 @@ def study_lock(
     if spec.kind != "server":
         yield
         return
-    engine = getattr(storage, "engine", None)
-    dialect = engine.dialect.name if engine is not None else ""
+    # Optuna wraps an RDBStorage in a cache that has no engine: without unwrapping, no lock
+    # would be taken at all (two launchers on PostgreSQL then resumed one trial twice).
+    engine = getattr(unwrap_storage(storage), "engine", None)
+    if engine is None:
+        raise OptunaContractError(
+            f"the storage of {mask(cfg.storage)} has no SQLAlchemy engine to take a lock on"
+        )
+    dialect = engine.dialect.name
     if dialect not in ("postgresql", "mysql"):
+        _logger.warning("no cross-process lock on a %s database: run one launcher per study",
+                        dialect)
         yield
         return
     import sqlalchemy as sa
