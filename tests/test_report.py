@@ -284,8 +284,8 @@ def test_curves_frame_has_one_row_per_reported_epoch(study: optuna.Study) -> Non
     curves = curves_frame(study)
     started = [t for t in study.trials if t.state != TrialState.WAITING]
     assert len(curves) == sum(len(t.intermediate_values) for t in started)
-    assert list(curves.columns) == ["trial", "state", "stopped_by", "bracket", "step", "value",
-                                    "time", "elapsed_s", "trial_elapsed_s"]
+    assert list(curves.columns) == ["trial", "state", "status", "stopped_by", "bracket", "step",
+                                    "value", "time", "elapsed_s", "trial_elapsed_s"]
     for trial in started:
         rows = curves[curves["trial"] == trial.number]
         assert list(rows["step"]) == sorted(trial.intermediate_values)
@@ -1301,9 +1301,11 @@ def test_rung_plot_shows_paused_promoted_and_stopped_trials(paused_study: optuna
     assert texts == ["6 in, 4 on", "3 in, 2 on, 1 paused", "2 in"]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(label.startswith("PAUSED here") and label.endswith("(1)") for label in legend)
-    # without the trials frame nothing says who is paused: trial 1 is drawn as RUNNING
+    # without the trials frame the curves' status says who is paused (at its last epoch)
     plain = plot_rungs(curves_frame(snap), snap.info, rungs_frame(snap))
-    assert _points(plain, "paused") == 0 and _points(plain, "running") == 2
+    assert [tuple(p) for c in plain.axes[0].collections if c.get_gid() == "paused"
+            for p in c.get_offsets()] == [(4.0, 0.2)]
+    assert _points(plain, "running") == 1
 
 
 def test_rung_records_of_a_paused_trial_say_paused(tmp_path: Path) -> None:
@@ -1415,3 +1417,274 @@ def test_sync_hyperband_trials_are_in_their_rounds_bracket(tmp_path: Path) -> No
                                   if a.get_gid().startswith("trial-"))
              for ax in fig.axes if ax.get_visible()}
     assert drawn == {"bracket-0": [0, 3, 5], "bracket-1": [1, 4], "bracket-2": [2, 6]}
+
+
+# ------------------------------------------------------------------------------------------
+# Paused trials in every view; open segment entries (``end: None``) as the launcher writes one
+# when a segment starts, and entries left behind when a worker dies.
+
+
+def test_learning_curves_incumbent_and_tables_show_paused_trials_as_paused(
+    paused_study: optuna.Study,
+) -> None:
+    snap = StudySnapshot.read(paused_study)
+    curves, inc = curves_frame(snap), incumbent_frame(snap)
+    status = curves.groupby("trial")["status"].first().to_dict()
+    assert status == {0: "COMPLETE", 1: "PAUSED", 2: "PRUNED", 3: "COMPLETE", 4: "PRUNED",
+                      5: "RUNNING"}
+    assert curves.groupby("trial")["state"].first()[1] == "RUNNING"  # Optuna's, as it was
+    for frame in (trials_frame(snap), segments_frame(snap), inc):
+        assert set(frame.loc[frame["trial"] == 1, "status"]) == {"PAUSED"}
+        assert set(frame.loc[frame["trial"] == 5, "status"]) == {"RUNNING"}
+    # trial 1 (paused) reported the best value: the incumbent's label says it waits
+    fig = plot_incumbent(inc, snap.info)
+    notes = [t.get_text() for t in fig.axes[0].texts]
+    assert any(n.startswith("0.2: trial 1, epoch 4 (PAUSED, to be resumed)") for n in notes)
+    curves_fig = plot_learning_curves(curves, snap.info, best_trial=0,
+                                      trials=trials_frame(snap))
+    ax = curves_fig.axes[0]
+    lines = {line.get_gid(): line for line in ax.lines}
+    paused_color = matplotlib.colors.to_rgba(STATE_COLORS["PAUSED"])
+    assert matplotlib.colors.to_rgba(lines["trial-1"].get_color()) == paused_color
+    assert matplotlib.colors.to_rgba(lines["trial-5"].get_color()) == matplotlib.colors.to_rgba(
+        STATE_COLORS["RUNNING"])
+    assert list(zip(lines["paused-at"].get_xdata(), lines["paused-at"].get_ydata(),
+                    strict=True)) == [(pytest.approx(5.25), 0.2)]  # epoch 4, at its end time
+    assert [t.get_text() for t in ax.texts if t.get_gid() == "paused-1"] == ["PAUSED @ 4"]
+    legend = [t.get_text() for t in curves_fig.legends[0].get_texts()]
+    assert "PAUSED (1)" in legend and "RUNNING (1)" in legend
+    assert "PAUSED @ the epoch it resumes from" in legend
+
+
+def _open(slot: int, start: float, from_epoch: int) -> dict[str, Any]:
+    """The entry the launcher lists when a segment starts: no end yet."""
+    return seg(slot, start, None, from_epoch, None, "running")
+
+
+#: trial -> (state, curve, epoch end times (s after T0), user attrs). 0 completed in three
+#: segments; its last one's open entry is left beside the closed one, and its first is listed
+#: twice. 1 crashed in its second segment and waits PAUSED at epoch 2: the dead worker's open
+#: entry is left beside the supervisor's crash record (whose clock says 10.1, not 10.2). 2 trains
+#: its second segment now (an open entry). 3 trained in one go. 4 waits PAUSED after a crash
+#: in its third segment whose record starts at its first segment's start (where the supervisor
+#: wrote it for a resumed trial) and whose open entry is left behind. 5's second segment died
+#: unrecorded after its epoch 2 (its open entry left, that epoch's end time kept) and a third
+#: completed it. 6 completed while its last segment's entry was still open.
+OPEN_SCENARIO: dict[int, tuple[TrialState, tuple[float, ...], list[float], dict[str, Any]]] = {
+    0: (TrialState.COMPLETE, (0.8, 0.7, 0.6, 0.5, 0.45, 0.4, 0.35, 0.3),
+        [1, 2, 4, 5, 7, 8, 9, 10],
+        {ATTR.START: T0, ATTR.END: T0 + 10, ATTR.SLOT: 0, ATTR.EPOCHS: 8,
+         ATTR.SEGMENTS: [seg(0, 0, 2, 0, 2, "paused"), seg(0, 0, 2, 0, 2, "paused"),
+                         seg(1, 3, 5, 2, 4, "paused"), _open(0, 6, 4),
+                         seg(0, 6, 10, 4, 8, "complete")]}),
+    1: (TrialState.RUNNING, (0.9, 0.8, 0.75), [1.5, 2.5],
+        {ATTR.START: T0 + 0.5, ATTR.END: T0 + 2.5, ATTR.SLOT: 0, ATTR.EPOCHS: 3,
+         ATTR.PAUSED: {**paused_attr(2, 11.6, "worker died; resumed from epoch 2"),
+                       "target": 8},
+         ATTR.SEGMENTS: [seg(1, 0.5, 2.5, 0, 2, "paused"), _open(0, 10.2, 2),
+                         seg(0, 10.1, 11.5, 2, 3, "crashed")]}),
+    2: (TrialState.RUNNING, (0.85, 0.7, 0.65), [3.8, 5.5],
+        {ATTR.START: T0 + 2.2, ATTR.END: T0 + 5.8, ATTR.SLOT: 1, ATTR.EPOCHS: 2,
+         ATTR.SEGMENTS: [seg(0, 2.2, 5.8, 0, 2, "paused"), _open(1, 12, 2)]}),
+    3: (TrialState.COMPLETE, (0.6, 0.4, 0.3, 0.2), [12.2, 12.8, 13.4, 14.0],
+        {ATTR.START: T0 + 11.6, ATTR.END: T0 + 14, ATTR.SLOT: 0, ATTR.EPOCHS: 4}),
+    4: (TrialState.RUNNING, (0.95, 0.9, 0.85, 0.8, 0.78), [1, 2, 4, 5],
+        {ATTR.START: T0, ATTR.END: T0 + 8, ATTR.SLOT: 2, ATTR.EPOCHS: 5,
+         ATTR.PAUSED: {**paused_attr(4, 8.1, "worker died; resumed from epoch 4"), "target": 8},
+         ATTR.SEGMENTS: [seg(2, 0, 2, 0, 2, "paused"), seg(2, 3, 5, 2, 4, "paused"),
+                         _open(2, 6, 4), seg(2, 0, 8, 4, 5, "crashed")]}),
+    5: (TrialState.COMPLETE, (0.7, 0.6, 0.5, 0.45), [10, 11.5, 12.5, 13],
+        {ATTR.START: T0 + 9, ATTR.END: T0 + 13, ATTR.SLOT: 2, ATTR.EPOCHS: 4,
+         ATTR.SEGMENTS: [seg(2, 9, 10, 0, 1, "paused"), _open(2, 10.5, 1),
+                         seg(2, 12, 13, 2, 4, "complete")]}),
+    6: (TrialState.COMPLETE, (0.75, 0.65, 0.55), [7.5, 10, 11.5],
+        {ATTR.START: T0 + 6.5, ATTR.END: T0 + 11.5, ATTR.SLOT: 1, ATTR.EPOCHS: 3,
+         ATTR.SEGMENTS: [seg(1, 6.5, 8, 0, 1, "paused"), _open(1, 9, 1)]}),
+}
+#: Each trial's segments once settled: (slot, start, end (s after T0; None in flight), how).
+OPEN_SPANS = {
+    0: [(0, 0, 2, "paused"), (1, 3, 5, "paused"), (0, 6, 10, "complete")],
+    1: [(1, 0.5, 2.5, "paused"), (0, 10.1, 11.5, "crashed")],
+    2: [(0, 2.2, 5.8, "paused"), (1, 12, None, "running")],
+    3: [(0, 11.6, 14, None)],
+    4: [(2, 0, 2, "paused"), (2, 3, 5, "paused"), (2, 5, 8, "crashed")],
+    5: [(2, 9, 10, "paused"), (2, 10.5, 11.5, None), (2, 12, 13, "complete")],
+    6: [(1, 6.5, 8, "paused"), (1, 9, 11.5, None)],
+}
+
+
+def make_open_segment_study(storage: str) -> optuna.Study:
+    """:data:`OPEN_SCENARIO` in a new study (plain: no config, no pruner settings)."""
+    study = optuna.create_study(study_name="open", storage=open_storage(storage))
+    for number, (state, curve, times, attrs) in OPEN_SCENARIO.items():
+        study.add_trial(optuna.trial.create_trial(
+            state=state, value=curve[-1] if state == TrialState.COMPLETE else None,
+            params={"lr": 0.1 + number / 100}, distributions={"lr": DISTRIBUTIONS["lr"]},
+            user_attrs={ATTR.DEVICE: "cpu:0", ATTR.HOST: "box",
+                        ATTR.EPOCH_END_TIMES: [T0 + x for x in times], **attrs},
+            intermediate_values={k + 1: v for k, v in enumerate(curve)},
+        ))
+    return study
+
+
+@pytest.fixture
+def open_study(tmp_path: Path) -> optuna.Study:
+    return make_open_segment_study(f"sqlite:///{tmp_path / 'open.db'}")
+
+
+def test_open_segment_entries_are_in_flight_or_settled_never_counted_twice(
+    open_study: optuna.Study,
+) -> None:
+    snap = StudySnapshot.read(open_study)
+    trials = {t.number: t for t in snap.trials}
+    spans = {n: [(s.slot, s.start - T0, None if s.end is None else s.end - T0, s.how)
+                 for s in t.spans] for n, t in trials.items()}
+    assert spans == {n: [(slot, pytest.approx(a), None if b is None else pytest.approx(b), how)
+                         for slot, a, b, how in v] for n, v in OPEN_SPANS.items()}
+    assert {n: t.status for n, t in trials.items()} == {
+        0: "COMPLETE", 1: "PAUSED", 2: "RUNNING", 3: "COMPLETE", 4: "PAUSED", 5: "COMPLETE",
+        6: "COMPLETE"}
+    assert [n for n, t in trials.items() if t.in_flight] == [2]
+    trained = {n: sum(b - a for _, a, b, _ in v if b is not None) for n, v in OPEN_SPANS.items()}
+    assert {n: t.device_seconds for n, t in trials.items()} == pytest.approx(trained)
+    assert trials[1].busy_until(snap.horizon) == pytest.approx(T0 + 11.5)
+    assert snap.horizon == pytest.approx(T0 + 14)
+    summary = summarize(snap)
+    assert summary["unfinished"] == 1 and summary["paused"] == 2
+    assert summary["device_seconds"] == pytest.approx(sum(trained.values()))
+    assert ("learning curves: 1 RUNNING and 2 PAUSED trial(s) not drawn yet (the launcher "
+            "writes epoch times when a trial ends)") in limitations(snap)  # their last epochs
+    # every epoch trained counted once: a segment left open counts only the epochs that
+    # ended within it (trial 5's epoch 2, not its third segment's 3 and 4)
+    assert summary["epochs"] == 8 + 3 + 2 + 4 + 5 + 4 + 3
+    assert incumbent_frame(snap)["epochs_spent"].iloc[-1] == summary["epochs"]
+    segments = segments_frame(snap)
+    assert len(segments) == sum(len(v) for v in OPEN_SPANS.values())
+    flying = segments[segments["end_s"].isna()]
+    assert flying[["trial", "status", "how"]].values.tolist() == [[2, "RUNNING", "running"]]
+    assert flying["duration_s"].isna().all()
+    assert set(segments.loc[segments["trial"].isin([1, 4]), "status"]) == {"PAUSED"}
+
+
+def test_timeline_draws_the_segment_in_flight_up_to_the_latest_time(
+    open_study: optuna.Study,
+) -> None:
+    snap = StudySnapshot.read(open_study)
+    fig = plot_timeline(trials_frame(snap), snap.info, curves_frame(snap), segments_frame(snap))
+    ax = fig.axes[0]
+    bars = {p.get_gid(): p for p in ax.patches if (p.get_gid() or "").startswith("trial-")}
+    expected = {f"trial-{n}:{k}" if n != 3 else "trial-3": (slot, a, (14 if b is None else b) - a)
+                for n, v in OPEN_SPANS.items() for k, (slot, a, b, _) in enumerate(v, 1)}
+    assert sorted(bars) == sorted(expected)
+    for gid, (slot, start, width) in expected.items():
+        bar = bars[gid]
+        assert (bar.get_x(), bar.get_width()) == (pytest.approx(start), pytest.approx(width))
+        assert round(bar.get_y() + bar.get_height() / 2) == slot
+        assert bool(bar.get_hatch()) == (gid == "trial-2:2")  # only the one in flight
+    colors = {gid: bar.get_facecolor() for gid, bar in bars.items()}
+    for gid in ("trial-1:1", "trial-1:2", "trial-4:3"):
+        assert colors[gid] == matplotlib.colors.to_rgba(STATE_COLORS["PAUSED"])
+    assert colors["trial-2:2"] == matplotlib.colors.to_rgba(STATE_COLORS["RUNNING"])
+    assert "2 paused" in ax.get_title()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"COMPLETE (4)", "PAUSED (2)", "RUNNING (1)"} <= set(legend)
+    assert any(label.startswith("segment in flight (1)") for label in legend)
+
+
+def test_learning_curves_and_rungs_mark_paused_trials_at_their_epoch(
+    open_study: optuna.Study,
+) -> None:
+    snap = StudySnapshot.read(open_study)
+    curves, trials = curves_frame(snap), trials_frame(snap)
+    assert curves.groupby("trial")["status"].first().to_dict() == {
+        0: "COMPLETE", 1: "PAUSED", 2: "RUNNING", 3: "COMPLETE", 4: "PAUSED", 5: "COMPLETE",
+        6: "COMPLETE"}
+    assert trials.set_index("trial")["status"].to_dict()[4] == "PAUSED"
+    for x in ("epochs", "wallclock"):
+        fig = plot_learning_curves(curves, snap.info, x=x, trials=trials)
+        ax = fig.axes[0]
+        lines = {line.get_gid(): line for line in ax.lines}
+        for number in (1, 4):
+            assert matplotlib.colors.to_rgba(lines[f"trial-{number}"].get_color()) == (
+                matplotlib.colors.to_rgba(STATE_COLORS["PAUSED"]))
+        assert lines["trial-2"].get_color() == STATE_COLORS["RUNNING"]
+        marks = sorted(zip(lines["paused-at"].get_xdata(), lines["paused-at"].get_ydata(),
+                           strict=True))  # trial 1 at epoch 2 (ended at 2.5 s), 4 at 4 (5 s)
+        assert marks == ([(2, 0.8), (4, 0.8)] if x == "epochs" else [(2.5, 0.8), (5.0, 0.8)])
+        labels = {t.get_gid(): t.get_text() for t in ax.texts if t.get_gid()}
+        assert labels == {"paused-1": "PAUSED @ 2", "paused-4": "PAUSED @ 4"}
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "PAUSED (2)" in legend and "RUNNING (1)" in legend
+    rungs = plot_rungs(curves, snap.info, None, trials)
+    paused = sorted(tuple(p) for c in rungs.axes[0].collections if c.get_gid() == "paused"
+                    for p in c.get_offsets())
+    assert paused == [(2.0, 0.8), (4.0, 0.8)]
+    assert _points(rungs, "running") == 1  # trial 2
+
+
+def test_report_cli_exits_0_on_a_study_with_open_and_left_open_segments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'open.db'}"
+    make_open_segment_study(url)
+    out = tmp_path / "rep"
+    assert main(["--storage", url, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "Trials: 7 (4 complete, 1 running, 2 paused)" in stdout
+    rows = {int(cells[2]): cells[3].strip() for line in stdout.splitlines()
+            if line.startswith("│") and (cells := line.split("│"))[1].strip()}
+    assert rows == {0: "COMPLETE", 1: "PAUSED @ 2", 2: "RUNNING", 3: "COMPLETE", 4: "PAUSED @ 4",
+                    5: "COMPLETE", 6: "COMPLETE"}
+    assert "trial 1 at epoch 2 (worker died; resumed from epoch 2)" in stdout
+    assert "(+ 1 trial(s) training now" in stdout
+    assert {"segments.csv", "timeline.png", "learning_curves.png"} <= {
+        p.name for p in out.iterdir()}
+    segments = pd.read_csv(out / "segments.csv")
+    assert len(segments) == sum(len(v) for v in OPEN_SPANS.values())
+    assert segments.loc[segments["end_s"].isna(), "trial"].tolist() == [2]
+    curves = pd.read_csv(out / "curves.csv")
+    assert set(curves.loc[curves["trial"].isin([1, 4]), "status"]) == {"PAUSED"}
+
+
+SETTLE = [  # (Optuna state, paused since (s after T0) or None, end, segments, settled spans)
+    pytest.param(TrialState.RUNNING, 6.0, None,
+                 [seg(0, 0, 2, 0, 2, "paused"), _open(0, 3.0, 2), seg(0, 3.1, 5, 2, 3, "crashed")],
+                 [(0, 2, "paused"), (3.1, 5, "crashed")], id="crash-record-starts-after-it"),
+    pytest.param(TrialState.RUNNING, 6.0, None, [seg(0, 0, 2, 0, 2, "paused"), _open(0, 3.0, 2)],
+                 [(0, 2, "paused"), (3.0, 6.0, None)], id="left-open-closed-at-the-pause"),
+    pytest.param(TrialState.RUNNING, None, None, [_open(0, 0, 0), _open(1, 4, 0)],
+                 [(4, None, "running")], id="handed-over-the-earlier-one-dropped"),
+    pytest.param(TrialState.COMPLETE, None, 5.0, [_open(0, 1, 0)], [(1, 5.0, None)],
+                 id="finished-closed-at-its-end"),
+    pytest.param(TrialState.RUNNING, None, None, [seg(0, 0, 2, 0, 2, "paused"), _open(1, 1.9, 2)],
+                 [(0, 2, "paused"), (2, None, "running")], id="in-flight-trimmed-to-no-overlap"),
+    pytest.param(TrialState.RUNNING, 9.0, None,
+                 [seg(0, 0, 2, 0, 2, "paused"), seg(0, 3, 5, 2, 4, "paused"),
+                  seg(0, 0, 8, 4, 5, "crashed")],
+                 [(0, 2, "paused"), (3, 5, "paused"), (5, 8, "crashed")],
+                 id="crash-record-from-the-first-start-trimmed"),
+]
+
+
+@pytest.mark.parametrize(("state", "since", "end", "segments", "spans"), SETTLE)
+def test_segment_entries_settle_into_one_stretch_at_a_time(
+    state: TrialState, since: float | None, end: float | None, segments: list[dict[str, Any]],
+    spans: list[tuple[float, float | None, str | None]],
+) -> None:
+    attrs: dict[str, Any] = {ATTR.SEGMENTS: segments, ATTR.SLOT: 0, ATTR.DEVICE: "cpu:0"}
+    if since is not None:
+        attrs[ATTR.PAUSED] = paused_attr(2, since, "rung 2")
+    if end is not None:
+        attrs[ATTR.END] = T0 + end
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(
+        state=state, value=0.5 if state == TrialState.COMPLETE else None,
+        intermediate_values={1: 0.6}, user_attrs=attrs))
+    (trial,) = StudySnapshot.read(study).trials
+    assert [(s.start - T0, None if s.end is None else s.end - T0, s.how)
+            for s in trial.spans] == [(pytest.approx(a), None if b is None else pytest.approx(b),
+                                       how) for a, b, how in spans]
+    assert trial.in_flight == (spans[-1][1] is None)
+    assert trial.device_seconds == pytest.approx(
+        sum(b - a for a, b, _ in spans if b is not None) or None)
+    plot_timeline(trials_frame(study), study_info(study), None, segments_frame(study))

@@ -177,6 +177,8 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         state = Text(status, style=_STYLE.get(status, ""))
         if row["stopped_by"] == "budget":
             state.append(" (budget)", style="dim")
+        if row["paused"] and pd.notna(row["paused_epoch"]):  # the epoch it resumes from
+            state.append(f" @ {row['paused_epoch']}", style="dim")
         best = Text(_fmt(row["best_value"]))
         if pd.notna(row["best_step"]):
             best.append(f" @ {row['best_step']}", style="dim")

@@ -86,7 +86,8 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
         )
     if not curves.empty:
         best = None if improved.empty else int(improved["best_trial"].iloc[-1])
-        figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best)
+        figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best,
+                                                             trials=trials)
         figures["rungs.png"] = plot_rungs(curves, info, rungs, trials)
     if segments["slot"].notna().any():
         figures["timeline.png"] = plot_timeline(trials, info, curves, segments)

@@ -150,7 +150,7 @@ def plot_incumbent(
     last = gains.iloc[-1]
     where = f"epoch {int(last['step'])}" if pd.notna(last["step"]) else "final"
     _note(ax, f"{last['best']:.4g}: trial {int(last['trial'])}, {where} "
-          f"({_outcome(last['state'], last['stopped_by'])})",
+          f"({_outcome(last.get('status', last['state']), last['stopped_by'])})",
           (end, last["best"]), below=True, color="C0")
     complete = incumbent.dropna(subset=["best_complete"])
     if complete.empty:
@@ -186,11 +186,14 @@ def _note(
     note.set_in_layout(False)  # a label must not shrink the axes
 
 
-def _outcome(state: Any, stopped_by: Any) -> str:
-    """A trial's end in words: COMPLETE, PRUNED by the pruner, stopped by the budget..."""
-    if state == "PRUNED":
+def _outcome(status: Any, stopped_by: Any) -> str:
+    """A trial's end (or pause) in words: COMPLETE, PRUNED by the pruner, stopped by the
+    budget, PAUSED..."""
+    if status == "PRUNED":
         return "stopped by the budget" if stopped_by == "budget" else "PRUNED by the pruner"
-    return str(state)
+    if status == "PAUSED":
+        return "PAUSED, to be resumed"
+    return str(status)
 
 
 # ------------------------------------------------------------------------------------------
@@ -199,7 +202,10 @@ _CURVE_STYLE: dict[str, dict[str, Any]] = {
     "PRUNED": {"color": "0.55", "ls": "--", "lw": 1.0, "alpha": 0.75},
     "FAIL": {"color": STATE_COLORS["FAIL"], "ls": ":", "lw": 1.2, "alpha": 0.9},
     "RUNNING": {"color": STATE_COLORS["RUNNING"], "ls": "-", "lw": 1.0, "alpha": 0.9},
+    "PAUSED": {"color": STATE_COLORS["PAUSED"], "ls": "-.", "lw": 1.2, "alpha": 0.9},
 }
+#: Paused trials labelled one by one on the learning curves up to this many (else the legend).
+_PAUSE_LABELS = 8
 
 
 def plot_learning_curves(
@@ -208,23 +214,31 @@ def plot_learning_curves(
     *,
     x: Literal["auto", "wallclock", "epochs"] = "auto",
     best_trial: int | None = None,
+    trials: pd.DataFrame | None = None,
 ) -> Figure:
     """The metric of every trial, a line per trial, against wall-clock (or epochs).
 
     COMPLETE trials are solid blue, PRUNED dashed grey ending in an ``x`` where the pruner
     stopped them (a square where the study's budget did), FAIL dotted red, RUNNING thin
-    cyan; the trial that reported the best value is thick black.
+    cyan, PAUSED (a RUNNING trial waiting between two segments) dash-dotted pink with a
+    pentagon at the epoch it resumes from, labelled ``PAUSED @ <epoch>`` (up to 8 of them);
+    the trial that reported the best value is thick black.
 
     Args:
-        curves: :func:`~lightning_hpo.report.curves_frame`.
+        curves: :func:`~lightning_hpo.report.curves_frame` (its ``status`` column says which
+            trials are paused).
         info: :func:`~lightning_hpo.report.study_info`.
         x: ``wallclock`` (s since the first trial started; trials without epoch times are
             left out), ``epochs``, or ``auto`` (wall-clock when any trial has epoch times).
         best_trial: the trial to highlight (default: the one that reported the best value,
             at any epoch).
+        trials: :func:`~lightning_hpo.report.trials_frame`, for the epoch each paused trial
+            resumes from (``paused_epoch``); without it, its last reported epoch.
 
     Returns:
-        The figure; each trial is one line with ``gid=f"trial-{number}"``.
+        The figure; each trial is one line with ``gid=f"trial-{number}"``; the paused
+        trials' pentagons are one marker line ``gid="paused-at"`` and their labels texts
+        with ``gid=f"paused-{number}"``.
 
     Example::
 
@@ -265,9 +279,11 @@ def plot_learning_curves(
     counts: dict[str, int] = {}
     stops: list[tuple[float, float]] = []
     budget: list[tuple[float, float]] = []  # PRUNED because the study's budget was spent
+    waits: list[tuple[int, int, float, float]] = []  # paused: trial, epoch, x, y
+    paused = _paused_at(trials, curves)
     fade = min(1.0, 40 / max(1, data["trial"].nunique()))  # many trials: lighter lines
     for number, rows in data.sort_values([column]).groupby("trial", sort=True):
-        state = str(rows["state"].iloc[0])
+        state = "PAUSED" if number in paused else str(rows["state"].iloc[0])
         style = dict(_CURVE_STYLE.get(state, _CURVE_STYLE["RUNNING"]))
         style["alpha"] = max(0.15, style["alpha"] * fade)
         if number == best_trial:
@@ -279,11 +295,25 @@ def plot_learning_curves(
             by_budget = "stopped_by" in rows and rows["stopped_by"].iloc[0] == "budget"
             (budget if by_budget else stops).append(
                 (rows[column].iloc[-1], rows["value"].iloc[-1]))
+        elif state == "PAUSED":  # where it waits: the epoch it resumes from
+            epoch = paused[number]
+            at = rows[rows["step"] == epoch] if epoch is not None else rows.iloc[:0]
+            at = at if not at.empty else rows.sort_values("step").iloc[-1:]
+            waits.append((int(number), int(at["step"].iloc[0]) if epoch is None else epoch,
+                          float(at[column].iloc[0]), float(at["value"].iloc[0])))
     for points, marker, gid in ((stops, "x", "pruned-end"), (budget, "s", "budget-end")):
         if points:
             x_stop, y_stop = zip(*points, strict=True)
             ax.plot(x_stop, y_stop, marker=marker, ms=5, color=_CURVE_STYLE["PRUNED"]["color"],
                     ls="none", gid=gid, zorder=2)
+    if waits:
+        ax.plot([w[2] for w in waits], [w[3] for w in waits], marker="p", ms=8, ls="none",
+                color=STATE_COLORS["PAUSED"], markeredgecolor="white", gid="paused-at", zorder=6)
+        for number, epoch, x_at, y_at in waits[:_PAUSE_LABELS]:
+            label = ax.annotate(f"PAUSED @ {epoch}", (x_at, y_at), xytext=(5, 4),
+                                textcoords="offset points", fontsize=8,
+                                color=STATE_COLORS["PAUSED"], gid=f"paused-{number}", zorder=7)
+            label.set_in_layout(False)
     _value_scale(ax, data["value"])
     if x == "epochs":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -296,6 +326,9 @@ def plot_learning_curves(
     if budget:
         handles.append(Line2D([], [], marker="s", ls="none", color=_CURVE_STYLE["PRUNED"][
             "color"], label=f"stopped by the budget ({len(budget)})"))
+    if waits:
+        handles.append(Line2D([], [], marker="p", ls="none", color=STATE_COLORS["PAUSED"],
+                              label="PAUSED @ the epoch it resumes from"))
     if best_trial is not None and best_trial in set(data["trial"]):
         handles.append(Line2D([], [], color="black", lw=2.6,
                               label=f"best value: trial {best_trial}"))
@@ -381,15 +414,20 @@ def _levels_of(brackets: tuple[tuple[int, ...], ...], bracket: Any) -> tuple[int
     return brackets[int(bracket)]
 
 
-def _paused_at(trials: pd.DataFrame | None) -> dict[int, int | None]:
-    """Paused trials of a :func:`~lightning_hpo.report.trials_frame` -> the epoch each waits
-    at (``None`` when its pause does not say)."""
-    if trials is None or "paused" not in trials:
-        return {}
-    rows = trials[trials["paused"].astype(bool)]
-    epochs = rows["paused_epoch"] if "paused_epoch" in rows else pd.Series(pd.NA, rows.index)
-    return {int(n): None if pd.isna(e) else int(e)
-            for n, e in zip(rows["trial"], epochs, strict=True)}
+def _paused_at(
+    trials: pd.DataFrame | None, curves: pd.DataFrame | None = None
+) -> dict[int, int | None]:
+    """Paused trials -> the epoch each waits at (``None`` when unknown): those of a
+    :func:`~lightning_hpo.report.trials_frame` (its ``paused_epoch``), else the trials whose
+    ``status`` is ``PAUSED`` in a :func:`~lightning_hpo.report.curves_frame`."""
+    if trials is not None and "paused" in trials:
+        rows = trials[trials["paused"].astype(bool)]
+        epochs = rows["paused_epoch"] if "paused_epoch" in rows else pd.Series(pd.NA, rows.index)
+        return {int(n): None if pd.isna(e) else int(e)
+                for n, e in zip(rows["trial"], epochs, strict=True)}
+    if curves is not None and "status" in curves:
+        return {int(n): None for n in curves.loc[curves["status"] == "PAUSED", "trial"].unique()}
+    return {}
 
 
 def _in_bracket(frame: pd.DataFrame, bracket: int) -> pd.Series:
@@ -430,8 +468,9 @@ def plot_rungs(
         info: :func:`~lightning_hpo.report.study_info` (the brackets' rung levels).
         rungs: :func:`~lightning_hpo.report.rungs_frame`; without it promotions are read
             from the curves and PRUNED trials are marked at their last epoch.
-        trials: :func:`~lightning_hpo.report.trials_frame`, for the paused trials (without
-            it they are drawn as RUNNING).
+        trials: :func:`~lightning_hpo.report.trials_frame`, for the epoch each paused trial
+            waits at (without it: the ``status`` column of ``curves`` says which are paused,
+            marked at their last reported epoch).
 
     Returns:
         The figure, one axes per bracket (``gid=f"bracket-{b}"``, a single one without a
@@ -469,7 +508,7 @@ def plot_rungs(
         _empty(axes[0], "no intermediate values to draw")
         return fig
     one_panel = len(brackets) == 1 or "bracket" not in curves.columns
-    paused = _paused_at(trials)
+    paused = _paused_at(trials, curves)
     points = _rung_points(curves, rungs, brackets if any(brackets) else (), paused)
     counts: dict[str, int] = {}
     for b, (ax, levels) in enumerate(zip(axes, brackets, strict=False)):
@@ -686,6 +725,11 @@ def plot_timeline(
     if bool(data["how"].isin(_CRASHED).any()):
         handles.append(Patch(facecolor="white", edgecolor=STATE_COLORS["FAIL"], lw=1.4,
                              label="segment that crashed"))
+    flying = int(data["end_s"].isna().sum())
+    if flying:
+        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//",
+                             label=f"segment in flight ({flying}), drawn\nto the latest time "
+                             "recorded"))
     fig.legend(handles=handles, loc="outside right upper", title="state")
     return fig
 
@@ -706,9 +750,10 @@ def _timeline_bars(trials: pd.DataFrame, segments: pd.DataFrame | None) -> pd.Da
         if {"paused", "paused_since", "start_time"} <= set(bars):  # paused: up to its pause
             since = bars["paused_since"] - (bars["start_time"] - bars["start_s"])
             bars["end_s"] = bars["end_s"].fillna(since.where(bars["paused"].astype(bool)))
-    paused = (bars["paused"].astype(bool) if "paused" in bars
-              else pd.Series(False, index=bars.index))
-    bars["status"] = bars["state"].astype(str).where(~paused, "PAUSED")
+    if "status" not in bars:  # frames written before the status column
+        paused = (bars["paused"].astype(bool) if "paused" in bars
+                  else pd.Series(False, index=bars.index))
+        bars["status"] = bars["state"].astype(str).where(~paused, "PAUSED")
     bars = bars.dropna(subset=["slot", "start_s"])
     return bars[columns].reset_index(drop=True)
 

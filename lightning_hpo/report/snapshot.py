@@ -35,10 +35,11 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal, TypeAlias
@@ -125,14 +126,17 @@ class Segment:
 
     Attributes:
         start: unix s when it started.
-        end: unix s when it ended; ``None`` while in flight.
+        end: unix s when it ended; ``None`` while in flight (the launcher lists a segment
+            when it starts, with no end, and replaces that entry with the closed one at its
+            end).
         slot: the worker slot (``None`` when unknown).
         device: the devices, as :func:`~lightning_hpo.schema.device_label` writes them.
         host: the machine (a segment's own ``host``, else the trial's).
         from_epoch: epochs in the checkpoint it started from (0: from scratch).
         to_epoch: epochs done when it ended.
         how: how it ended: ``paused``, ``complete``, ``pruned``, ``interrupted``,
-            ``crashed``, ``failed`` (``None`` when unknown or in flight).
+            ``crashed``, ``failed``; ``running`` (or ``None``) while in flight; ``None`` when
+            unknown (an entry left open by a worker that died, closed by the report).
         listed: True for an entry of the trial's :data:`ATTR.SEGMENTS
             <lightning_hpo.schema.ATTR>`; False for the one segment of a trial that lists
             none (its whole run, from its start to its end).
@@ -208,7 +212,11 @@ class TrialRecord:
         stop_reason: the launcher's words for a budget stop.
         paused: a RUNNING trial waiting between two segments: where and why; else ``None``.
         segments: the segments it lists (:data:`ATTR.SEGMENTS <lightning_hpo.schema.ATTR>`),
-            by start; ``()`` for a trial trained in one go.
+            by start, settled: an open entry (no ``end``) is the segment in
+            flight only while the trial trains; one a dead worker left behind is closed at
+            the last time recorded in it or dropped when another entry records that stretch;
+            an entry listed twice or overlapping another counts once. ``()`` for a trial
+            trained in one go.
         trained: epochs trained over all segments, retrained ones included
             (:data:`ATTR.EPOCHS_TRAINED <lightning_hpo.schema.ATTR>`, else the segments'
             sum); ``None`` when nothing says (then :attr:`epochs_trained` is ``epochs``).
@@ -338,13 +346,19 @@ class TrialRecord:
         attrs = frozen.user_attrs
         raw_segments = attrs.get(ATTR.SEGMENTS)
         host = _text(attrs.get(ATTR.HOST))
-        segments = sorted(
-            (s for s in (Segment.read(x, host) for x in raw_segments) if s is not None),
-            key=lambda s: s.start,
-        ) if isinstance(raw_segments, (list, tuple)) else []
+        read = [s for s in (Segment.read(x, host) for x in raw_segments) if s is not None] if (
+            isinstance(raw_segments, (list, tuple))) else []
+        pause = Pause.read(attrs.get(ATTR.PAUSED)) if frozen.state == TrialState.RUNNING else None
         start = _number(attrs.get(ATTR.START))
         # a RUNNING trial has not ended, whatever the end time its last segment left behind
         end = _number(attrs.get(ATTR.END)) if frozen.state.is_finished() else None
+        raw_times = attrs.get(ATTR.EPOCH_END_TIMES)
+        recorded = [_number(x) for x in raw_times] if isinstance(raw_times, list) else []
+        last = _number(attrs.get(ATTR.END))  # the trial's end, else its last segment's
+        if last is None and frozen.state.is_finished() and frozen.datetime_complete is not None:
+            last = frozen.datetime_complete.timestamp()
+        segments = _settle(read, frozen.state == TrialState.RUNNING and pause is None,
+                           [*recorded, last, None if pause is None else pause.since])
         if segments:  # the trial started with its first segment, ended with its last
             start = segments[0].start if start is None else min(start, segments[0].start)
             ends = [s.end for s in segments if s.end is not None]
@@ -357,10 +371,9 @@ class TrialRecord:
             end = frozen.datetime_complete.timestamp()
         steps = sorted(frozen.intermediate_values)
         values = [float(frozen.intermediate_values[s]) for s in steps]
-        raw_times = attrs.get(ATTR.EPOCH_END_TIMES)
         times: list[float | None] = [None] * len(steps)
-        if isinstance(raw_times, list) and raw_times:
-            clean = [_number(x) for x in raw_times]
+        if recorded:
+            clean = recorded
             if len(clean) == len(steps):
                 times = clean
             else:  # aligned by step: epoch_end_times[k] is the end of epoch k + 1
@@ -374,13 +387,13 @@ class TrialRecord:
             bracket = info.bracket_of(frozen.number, _count(attrs.get(ATTR.ROUND)))
         reason = attrs.get(ATTR.STOP_REASON)  # the launcher's: the study's budget stopped it
         reason = str(reason) if reason not in (None, "") else None
-        pause = Pause.read(attrs.get(ATTR.PAUSED))
+        left = Pause.read(attrs.get(ATTR.PAUSED))  # a finished trial's last pause, left behind
         stopped_by: Literal["pruner", "budget"] | None = None
         if frozen.state == TrialState.PRUNED:
             # the pruner stopped it at an epoch, or a schedule did not promote it from the
             # rung it waited at; else a stop reason means the study's budget
             decided = _count(attrs.get(ATTR.PRUNED_AT_EPOCH)) is not None or (
-                pause is not None and pause.at_rung)
+                left is not None and left.at_rung)
             stopped_by = "budget" if reason is not None and not decided else "pruner"
         trained = _count(attrs.get(ATTR.EPOCHS_TRAINED))
         if trained is None and segments and all(s.epochs is not None for s in segments):
@@ -388,8 +401,7 @@ class TrialRecord:
         return cls(
             frozen, frozen.state.name, start, end, timing, epochs, devices or 1,
             devices is not None, tuple(steps), tuple(values), tuple(times), bracket,
-            stopped_by, reason, pause if frozen.state == TrialState.RUNNING else None,
-            tuple(segments), trained,
+            stopped_by, reason, pause, segments, trained,
         )
 
 
@@ -451,7 +463,7 @@ class StudySnapshot:
         counts = Counter(t.state.name for t in frozen)
         trials = [TrialRecord.resolve(t, info) for t in frozen if t.state != TrialState.WAITING]
         stamps = [x for t in trials for x in (
-            t.start, t.end, *t.times, *(s.end for s in t.segments),
+            t.start, t.end, *t.times, *(x for s in t.segments for x in (s.start, s.end)),
             t.paused.since if t.paused is not None else None) if x is not None]
         horizon = max(stamps) if stamps else time.time()
         records = tuple(rung_records(study)) if info.brackets else ()
@@ -542,6 +554,60 @@ class StudySnapshot:
 
 #: What every report function takes: a study (read on the spot) or a snapshot of one.
 Source: TypeAlias = optuna.Study | StudySnapshot
+
+
+def _settle(
+    segments: list[Segment], training: bool, known: Iterable[float | None]
+) -> tuple[Segment, ...]:
+    """A trial's listed segments made consistent, by start: it trains one at a time.
+
+    An open entry (no ``end``: the launcher lists a segment when it starts and replaces the
+    entry with the closed one at its end) is the segment in flight only when the trial trains
+    now (``training``: RUNNING, not paused) and no other entry starts after it. Any other open
+    entry was left behind (its worker died before closing it, or another writer recorded the
+    same stretch): dropped when a closed entry covers its start or nothing recorded falls
+    between its start and the next entry's, else closed at the last time recorded there
+    (``known``, unix s: epoch end times, the pause, the trial's end) with ``how`` unknown.
+    An entry listed twice counts once, and entries that overlap (one stretch recorded by two
+    writers, two hosts' clocks) are trimmed so that none starts before the previous one
+    ended: no second is counted twice.
+
+    Example::
+
+        >>> closed = Segment(0.0, 5.0, slot=0, how="crashed")
+        >>> left = Segment(0.1, None, slot=0, how="running")  # the same stretch, left open
+        >>> [(s.start, s.end, s.how) for s in _settle([closed, left, closed], False, [9.0])]
+        [(0.0, 5.0, 'crashed')]
+        >>> now = Segment(6.0, None, slot=1, how="running")
+        >>> [(s.start, s.end, s.how) for s in _settle([left, now], True, [3.0])]
+        [(0.1, 3.0, None), (6.0, None, 'running')]
+    """
+    unique = list(dict.fromkeys(segments))
+    closed = [s for s in unique if s.end is not None]
+    opened = sorted((s for s in unique if s.end is None), key=lambda s: s.start)
+    stamps = [x for x in known if x is not None]
+    kept = list(closed)
+    for k, seg in enumerate(opened):
+        later = [s.start for s in unique if s.start > seg.start]
+        if training and not later and k == len(opened) - 1:
+            kept.append(seg)  # in flight
+            continue
+        if any(c.start <= seg.start <= c.end for c in closed if c.end is not None):
+            continue  # recorded closed by another writer
+        limit = min(later, default=math.inf)
+        inside = [x for x in stamps if seg.start < x <= limit]
+        if inside:
+            kept.append(dataclasses.replace(seg, end=max(inside), how=None))
+    settled: list[Segment] = []
+    last_end = -math.inf
+    for seg in sorted(kept, key=lambda s: (math.inf if s.end is None else s.end, s.start)):
+        if seg.start < last_end:
+            if seg.end is not None and seg.end <= last_end:
+                continue  # within the stretch before it: recorded twice
+            seg = dataclasses.replace(seg, start=last_end)
+        settled.append(seg)
+        last_end = seg.end if seg.end is not None else last_end
+    return tuple(sorted(settled, key=lambda s: s.start))
 
 
 def _number(value: Any) -> float | None:

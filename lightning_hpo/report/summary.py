@@ -23,10 +23,11 @@ Example::
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 from lightning_hpo.report.info import StudyInfo
-from lightning_hpo.report.snapshot import STATES, Source, StudySnapshot, TrialRecord
+from lightning_hpo.report.snapshot import STATES, STATUSES, Source, StudySnapshot, TrialRecord
 from lightning_hpo.schema import ATTR
 
 __all__ = ["limitations", "summarize"]
@@ -150,7 +151,10 @@ def limitations(source: Source) -> list[str]:
             notes.append(f"learning curves: {others} trial(s) without `epoch_end_times` "
                          "left out")
         if running and len(untimed) < len(with_values):
-            notes.append(f"learning curves: {len(running)} RUNNING trial(s) not drawn yet "
+            by_status = Counter(t.status for t in running)  # RUNNING, or PAUSED
+            words = " and ".join(f"{n} {status}" for status, n in sorted(
+                by_status.items(), key=lambda item: STATUSES.index(item[0])))
+            notes.append(f"learning curves: {words} trial(s) not drawn yet "
                          "(the launcher writes epoch times when a trial ends)")
         if not info.rungs:
             why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"

@@ -9,8 +9,10 @@ spells out.
 Times are unix seconds (``*_time``) or seconds since the study's first trial started
 (``*_s``, "elapsed"). Trials still WAITING in the queue (never started) are left out of every
 table and counted by :func:`~lightning_hpo.report.summarize`. Every ``state`` column is
-Optuna's (a trial paused between two segments is RUNNING there); :func:`trials_frame` says
-which are paused, and :func:`segments_frame` lists each trial's training segments.
+Optuna's (a trial paused between two segments is RUNNING there) and every ``status`` column
+what the report shows (``PAUSED`` for such a trial, else the state); :func:`trials_frame` says
+where and why each paused trial waits, and :func:`segments_frame` lists each trial's training
+segments.
 
 "Best" means the best value any trial reported at any epoch (a PRUNED trial's epoch 3 counts as
 much as a COMPLETE trial's final value: the launcher keeps each trial's best checkpoint), as in
@@ -66,25 +68,28 @@ __all__ = [
 
 
 TRIAL_COLUMNS = [
-    "rank", "trial", "state", "paused", "best_value", "best_step", "value", "last_value",
-    "epochs", "epochs_trained", "stopped_by", "stop_reason", "paused_epoch", "paused_since",
-    "paused_why", "segments", "bracket", "duration_s", "start_time", "end_time", "start_s",
-    "end_s", "slot", "host", "device", "devices", "device_seconds",
+    "rank", "trial", "state", "status", "paused", "best_value", "best_step", "value",
+    "last_value", "epochs", "epochs_trained", "stopped_by", "stop_reason", "paused_epoch",
+    "paused_since", "paused_why", "segments", "bracket", "duration_s", "start_time", "end_time",
+    "start_s", "end_s", "slot", "host", "device", "devices", "device_seconds",
 ]
 SEGMENT_COLUMNS = [
-    "trial", "segment", "state", "paused", "slot", "host", "device", "devices", "start_time",
-    "end_time", "start_s", "end_s", "duration_s", "from_epoch", "to_epoch", "how", "listed",
+    "trial", "segment", "state", "status", "paused", "slot", "host", "device", "devices",
+    "start_time", "end_time", "start_s", "end_s", "duration_s", "from_epoch", "to_epoch", "how",
+    "listed",
 ]
 CURVE_COLUMNS = [
-    "trial", "state", "stopped_by", "bracket", "step", "value", "time", "elapsed_s",
+    "trial", "state", "status", "stopped_by", "bracket", "step", "value", "time", "elapsed_s",
     "trial_elapsed_s",
 ]
 INCUMBENT_COLUMNS = [
-    "trial", "state", "stopped_by", "kind", "step", "time", "elapsed_s", "time_estimated",
-    "value", "best", "best_trial", "best_step", "improved", "best_complete",
+    "trial", "state", "status", "stopped_by", "kind", "step", "time", "elapsed_s",
+    "time_estimated", "value", "best", "best_trial", "best_step", "improved", "best_complete",
     "best_complete_trial", "improved_complete", "epochs_spent", "device_seconds_spent",
 ]
-RUNG_COLUMNS = ["bracket", "rung", "trial", "value", "step", "state", "stopped_by", "outcome"]
+RUNG_COLUMNS = [
+    "bracket", "rung", "trial", "value", "step", "state", "status", "stopped_by", "outcome",
+]
 
 
 def trials_frame(source: Source) -> pd.DataFrame:
@@ -94,7 +99,8 @@ def trials_frame(source: Source) -> pd.DataFrame:
     each trial reported at any epoch, whatever its state, so a trial pruned at a later rung
     with a worse value never outranks one stopped earlier with a better one; empty for trials
     with no finite value),
-    ``trial`` (number), ``state`` (Optuna's), ``paused`` (a RUNNING trial waiting between two
+    ``trial`` (number), ``state`` (Optuna's), ``status`` (what the report shows: ``PAUSED``
+    for a paused trial, else ``state``), ``paused`` (a RUNNING trial waiting between two
     segments), ``best_value`` and ``best_step`` (that best value and the
     epoch it was reported at), ``value`` (final, COMPLETE only), ``last_value`` (last
     intermediate value), ``epochs`` (completed), ``epochs_trained`` (over all its segments,
@@ -132,6 +138,7 @@ def trials_frame(source: Source) -> pd.DataFrame:
             "rank": rank.get(trial.number),
             "trial": trial.number,
             "state": trial.state,
+            "status": trial.status,
             "paused": pause is not None,
             "best_value": None if best is None else best[0],
             "best_step": None if best is None else best[1],
@@ -179,15 +186,20 @@ def segments_frame(source: Source) -> pd.DataFrame:
     crash trains in several segments, possibly on different slots, and waits in between; its
     segments are the ones it lists (``listed`` True). A trial that lists none is one segment
     from its start to its end (a paused one's: to when it paused; ``listed`` False). Trials
-    whose start is unknown are left out.
+    whose start is unknown are left out. The segment in flight (a RUNNING trial's open entry)
+    has no end; an entry a dead worker left open is closed or dropped as
+    :attr:`TrialRecord.segments <lightning_hpo.report.TrialRecord>` says, so no second is
+    counted twice.
 
     Columns: ``trial``, ``segment`` (1, 2, ... by start), ``state`` (the trial's, Optuna's),
-    ``paused`` (the trial waits now), ``slot``, ``host``, ``device``, ``devices`` (count; the
+    ``status`` (the trial's as the report shows it: ``PAUSED`` while it waits), ``paused`` (the
+    trial waits now), ``slot``, ``host``, ``device``, ``devices`` (count; the
     trial's when the segment names none), ``start_time`` and ``end_time`` (unix s; NaN while
     in flight), ``start_s`` and ``end_s`` (s since the study's first trial started),
     ``duration_s``, ``from_epoch`` (epochs in the checkpoint it started from; 0 from scratch),
     ``to_epoch`` (epochs done when it ended), ``how`` (``paused``, ``complete``, ``pruned``,
-    ``interrupted``, ``crashed``, ``failed``; empty when unknown) and ``listed``.
+    ``interrupted``, ``crashed``, ``failed``; ``running`` or empty in flight; empty when
+    unknown) and ``listed``.
 
     Example::
 
@@ -201,8 +213,8 @@ def segments_frame(source: Source) -> pd.DataFrame:
         for k, seg in enumerate(trial.spans, 1):
             rows.append({
                 "trial": trial.number, "segment": k, "state": trial.state,
-                "paused": trial.paused is not None, "slot": seg.slot, "host": seg.host,
-                "device": seg.device, "devices": seg.devices or trial.devices,
+                "status": trial.status, "paused": trial.paused is not None, "slot": seg.slot,
+                "host": seg.host, "device": seg.device, "devices": seg.devices or trial.devices,
                 "start_time": seg.start, "end_time": seg.end,
                 "start_s": None if t0 is None else seg.start - t0,
                 "end_s": None if t0 is None or seg.end is None else seg.end - t0,
@@ -225,8 +237,9 @@ def segments_frame(source: Source) -> pd.DataFrame:
 def curves_frame(source: Source) -> pd.DataFrame:
     """One row per reported epoch: the learning curves.
 
-    Columns: ``trial``, ``state`` (the trial's final state), ``stopped_by`` and ``bracket``
-    (as in :func:`trials_frame`), ``step`` (epochs completed, from 1), ``value`` (the metric),
+    Columns: ``trial``, ``state`` (the trial's, Optuna's), ``status`` (``PAUSED`` for a
+    paused trial, else ``state``), ``stopped_by`` and ``bracket`` (as in
+    :func:`trials_frame`), ``step`` (epochs completed, from 1), ``value`` (the metric),
     ``time`` (unix s when the epoch ended), ``elapsed_s`` (s since the study's first trial
     started) and ``trial_elapsed_s`` (s since the trial started).
     The times are NaN where the trial has no ``epoch_end_times`` (plain Optuna studies, trials
@@ -245,6 +258,7 @@ def curves_frame(source: Source) -> pd.DataFrame:
             rows.append({
                 "trial": trial.number,
                 "state": trial.state,
+                "status": trial.status,
                 "stopped_by": trial.stopped_by,
                 "bracket": trial.bracket,
                 "step": step,
@@ -272,7 +286,7 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
     multi-fidelity tools draw it; ``best_complete`` the best COMPLETE final value so far (NaN
     before the first), the classic incumbent.
 
-    Columns: ``trial``, ``state`` and ``stopped_by`` (the trial's, as in
+    Columns: ``trial``, ``state``, ``status`` and ``stopped_by`` (the trial's, as in
     :func:`trials_frame`), ``kind``, ``step`` (epoch; a final value's is its last reported
     epoch), ``time`` (unix s), ``elapsed_s`` (s since the study's first trial started),
     ``time_estimated`` (no epoch end time was recorded: placed pro rata over the trial's
@@ -314,6 +328,7 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
         rows.append({
             "trial": seen.trial.number,
             "state": seen.trial.state,
+            "status": seen.trial.status,
             "stopped_by": seen.trial.stopped_by,
             "kind": seen.kind,
             "step": seen.step,
@@ -353,12 +368,12 @@ def rungs_frame(source: Source) -> pd.DataFrame:
     decision was made for it.
 
     Columns: ``bracket``, ``rung`` (epochs), ``trial``, ``value`` (what the decision compared),
-    ``step`` (the epoch whose report reached the rung), ``state`` and ``stopped_by`` (the
-    trial's, as in :func:`trials_frame`), and ``outcome``: ``promoted`` (it reported a later
-    epoch), ``pruned`` (the pruner stopped it here), ``paused`` (it waits here, paused, for a
-    decision or a free slot), ``continuing`` (RUNNING, let through, no later epoch yet) or
-    ``ended`` (it ended at that report for another reason: COMPLETE, FAIL, or stopped by the
-    study's budget).
+    ``step`` (the epoch whose report reached the rung), ``state``, ``status`` and
+    ``stopped_by`` (the trial's, as in :func:`trials_frame`), and ``outcome``: ``promoted``
+    (it reported a later epoch), ``pruned`` (the pruner stopped it here), ``paused`` (it waits
+    here, paused, for a decision or a free slot), ``continuing`` (RUNNING, let through, no
+    later epoch yet) or ``ended`` (it ended at that report for another reason: COMPLETE, FAIL,
+    or stopped by the study's budget).
 
     Example::
 
@@ -389,7 +404,8 @@ def rungs_frame(source: Source) -> pd.DataFrame:
             outcome = "ended"
         rows.append({
             "bracket": bracket, "rung": rung, "trial": number, "value": value, "step": step,
-            "state": trial.state, "stopped_by": trial.stopped_by, "outcome": outcome,
+            "state": trial.state, "status": trial.status, "stopped_by": trial.stopped_by,
+            "outcome": outcome,
         })
     frame = pd.DataFrame(rows, columns=RUNG_COLUMNS)
     for name in ("bracket", "rung", "trial"):
@@ -473,7 +489,8 @@ def _segment_epoch_ends(trial: TrialRecord, horizon: float) -> list[float]:
     Epoch ``e`` of a segment from ``from_epoch`` to ``to_epoch`` ends at the trial's recorded
     end time of epoch ``e`` when that falls within the segment (an epoch retrained after a
     crash or from scratch has its end time in its last segment only), else pro rata over the
-    segment. A segment in flight counts the epochs reported since it started.
+    segment. A segment whose ``to_epoch`` is unknown (in flight, or left open by a worker that
+    died) counts the epochs whose end times fall within it.
     """
     when = {s: x for s, x in zip(trial.steps, trial.times, strict=True) if x is not None}
     found: list[float] = []
@@ -483,7 +500,8 @@ def _segment_epoch_ends(trial: TrialRecord, horizon: float) -> list[float]:
         first = seg.from_epoch or 0
         last = seg.to_epoch
         if last is None:
-            last = max((s for s, x in when.items() if s > first and x >= start), default=first)
+            last = max((s for s, x in when.items() if s > first and start <= x <= end + 1e-6),
+                       default=first)
         n = last - first
         for k, epoch in enumerate(range(first + 1, last + 1), 1):
             x = when.get(epoch)
