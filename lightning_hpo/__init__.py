@@ -3,7 +3,10 @@
 Three ways in, all on one Optuna study: the :class:`PruningCallback` inside any objective (with
 :class:`ASHAPruner` or :class:`HyperbandPruner` on the study, DDP-safe through
 :func:`create_study`), the launcher ``python -m lightning_hpo.launch``, and the study database
-itself for ``optuna-dashboard``, pandas and ``python -m lightning_hpo.report``.
+itself for ``optuna-dashboard``, pandas and ``python -m lightning_hpo.report``. A trial pauses
+and resumes (the launcher does it at rungs) with :class:`ResumeCheckpoint` and
+:class:`RandomState` in its trainer (on CPU with ``deterministic=True``, resumed training
+repeats straight training).
 
 Public names are imported lazily (PEP 562), so ``import lightning_hpo.rungs`` or the launcher's
 parent process does not pay for importing torch and Lightning until it needs them.
@@ -31,6 +34,8 @@ _EXPORTS = {
     "ASHAPruner": "lightning_hpo.pruners",
     "HyperbandPruner": "lightning_hpo.pruners",
     "PruningCallback": "lightning_hpo.callbacks",
+    "RandomState": "lightning_hpo.checkpointing",
+    "ResumeCheckpoint": "lightning_hpo.checkpointing",
     "ConfigError": "lightning_hpo.errors",
     "DATAMODULES": "lightning_hpo.data",
     "DigitsDataModule": "lightning_hpo.data",
@@ -62,6 +67,8 @@ __all__ = [
     "LeaderError",
     "MODELS",
     "PruningCallback",
+    "RandomState",
+    "ResumeCheckpoint",
     "build_datamodule",
     "build_model",
     "create_study",
@@ -73,6 +80,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from lightning_hpo.callbacks import PruningCallback
+    from lightning_hpo.checkpointing import RandomState, ResumeCheckpoint
     from lightning_hpo.data import (
         DATAMODULES,
         DigitsDataModule,

@@ -10,6 +10,7 @@ import sys
 import lightning as L
 import optuna
 import pytest
+from lightning.pytorch.callbacks import Checkpoint
 
 import lightning_hpo
 
@@ -18,6 +19,8 @@ _SURFACE = {
     "ASHAPruner": "lightning_hpo.pruners",
     "HyperbandPruner": "lightning_hpo.pruners",
     "PruningCallback": "lightning_hpo.callbacks",
+    "RandomState": "lightning_hpo.checkpointing",
+    "ResumeCheckpoint": "lightning_hpo.checkpointing",
     "ConfigError": "lightning_hpo.errors",
     "DATAMODULES": "lightning_hpo.data",
     "DigitsDataModule": "lightning_hpo.data",
@@ -59,6 +62,8 @@ def test_what_the_public_names_are() -> None:
     assert issubclass(hpo.ASHAPruner, optuna.pruners.BasePruner)
     assert issubclass(hpo.HyperbandPruner, optuna.pruners.BasePruner)
     assert issubclass(hpo.PruningCallback, L.Callback)
+    assert issubclass(hpo.ResumeCheckpoint, Checkpoint)
+    assert issubclass(hpo.RandomState, L.Callback)
     assert issubclass(hpo.DistributedStudy, optuna.Study)
     assert issubclass(hpo.ConfigError, ValueError) and issubclass(hpo.LeaderError, RuntimeError)
     assert {"lenet": hpo.LeNet, "dropout_mlp": hpo.DropoutMLP} == hpo.MODELS
