@@ -84,7 +84,10 @@ PAUSED_KEYS = ("epoch", "checkpoint", "since", "target", "why")
 #: The keys of each :data:`ATTR.SEGMENTS <ATTR>` entry: ``slot``, ``device``, ``start`` and
 #: ``end`` (unix s), ``from_epoch`` (epochs in the checkpoint it started from, 0 for a fresh
 #: start) and ``to_epoch`` (epochs done when it ended), ``how`` (``"paused"``, ``"complete"``,
-#: ``"pruned"``, ``"interrupted"``, ``"crashed"``, ``"failed"``).
+#: ``"pruned"``, ``"interrupted"``, ``"crashed"``, ``"failed"``). A segment is listed when it
+#: starts, open (``end`` and ``to_epoch`` None, ``how`` ``"running"``), and that entry is
+#: replaced by the closed one when it ends; an open entry whose worker died unseen (its
+#: launcher killed) stays open.
 SEGMENT_KEYS = ("slot", "device", "start", "end", "from_epoch", "to_epoch", "how")
 
 

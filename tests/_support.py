@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -55,18 +56,47 @@ def env() -> dict[str, str]:
 
 
 def launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m lightning_hpo.launch ARGS`` to its end."""
-    return subprocess.run(
-        [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
-        capture_output=True, text=True, timeout=timeout,
-    )
+    """Run ``python -m lightning_hpo.launch ARGS`` to its end; on time-out kill it, its workers
+    and their DDP ranks, and fail with its output."""
+    process = popen(*args, cwd=cwd, capture_stderr=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_tree(process.pid)
+        out, err = process.communicate()
+        raise AssertionError(f"launcher did not finish:\n{out[-3000:]}\n{err[-3000:]}") from None
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def popen(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    """Start ``python -m lightning_hpo.launch ARGS`` in its own session."""
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it (workers run in sessions of their own, so
+    killing the launcher's session would leave them, and DDP ranks waiting in a collective)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo += children.get(current, [])
+    for target in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGKILL)
+
+
+def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Popen[str]:
+    """Start ``python -m lightning_hpo.launch ARGS`` in its own session (stderr merged into
+    stdout unless ``capture_stderr``)."""
     return subprocess.Popen(
         [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else subprocess.STDOUT,
+        text=True, start_new_session=True,
     )
 
 
@@ -75,7 +105,7 @@ def finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
     try:
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_tree(process.pid)
         out, _ = process.communicate()
         raise AssertionError(f"launcher did not finish:\n{out[-3000:]}") from None
     return out

@@ -5,8 +5,10 @@ again, two launchers sharing one synchronous round on PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,7 +19,14 @@ import pytest
 from _support import config_file, finish, launch, popen, study_of, wait_for
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_hpo.schema import ATTR
+from lightning_hpo._optuna import backend_of, trial_id_of
+from lightning_hpo.config import parse_config
+from lightning_hpo.launch.scheduler import Assignment, Scheduler
+from lightning_hpo.launch.study import open_study
+from lightning_hpo.rungs import bracket_of
+from lightning_hpo.schedules import PromotionHyperband, hyperband_rounds, round_epochs, sync_plan
+from lightning_hpo.schema import ATTR, BRACKET_ATTR
+from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +76,11 @@ def test_one_round_of_sync_sh_trains_34_epochs_with_checkpoints_58_without(
         _curve_is_whole(trial)
         assert trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
         assert trial.user_attrs.get(ATTR.PAUSED) is None  # nothing left paused
+        # one closed segment per rung reached (each was listed open while it trained)
+        segments = trial.user_attrs[ATTR.SEGMENTS]
+        assert all(s["end"] is not None and s["how"] != "running" for s in segments), segments
+        assert [s["to_epoch"] for s in segments] == [
+            level for level in (2, 4, 8, 10) if level <= trial.user_attrs[ATTR.EPOCHS]]
     # The survivors of each rung are its best: ranks at rung 2 decide who reached epoch 4.
     sign = 1 if direction == "minimize" else -1
     ranked = sorted(trials, key=lambda t: (sign * t.intermediate_values[2], t.number))
@@ -104,10 +118,13 @@ def test_promotion_asha_pauses_at_rungs_and_promotes_the_best(tmp_path: Path) ->
 
 
 def _running_worker_pid(storage: str, minimum_epoch: int) -> tuple[int, int] | None:
-    """(trial number, worker pid) of a trial that is training past ``minimum_epoch``."""
+    """(trial number, worker pid) of a trial training with a resume checkpoint of at least
+    ``minimum_epoch`` epochs written (its value at an epoch is reported before the save)."""
     for trial in study_of(storage).get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        done = max(trial.intermediate_values, default=0)
-        if trial.user_attrs.get(ATTR.PAUSED) is None and done >= minimum_epoch:
+        point = trial.user_attrs.get(ATTR.RESUME_POINT)
+        done = point.get("epoch") if isinstance(point, dict) else None
+        if (trial.user_attrs.get(ATTR.PAUSED) is None and isinstance(done, int)
+                and done >= minimum_epoch):
             pid = trial.user_attrs.get(ATTR.PID)
             if isinstance(pid, int):
                 return trial.number, pid
@@ -123,6 +140,7 @@ def test_a_worker_killed_mid_trial_resumes_from_its_checkpoint_on_another_slot(
     config = config_file(
         tmp_path, trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 3},
+        checkpoint={"every": "epoch"},  # "auto" may save only at the end on a loaded machine
     )
     process = popen(str(config), "--quiet", cwd=tmp_path)
     found = wait_for(lambda: _running_worker_pid(storage, 3), timeout=240,
@@ -225,3 +243,280 @@ def test_two_launchers_share_one_sync_round_on_postgresql(
     assert stopped_at == {2: 4, 4: 2, 8: 1}, stopped_at
     launchers = {t.user_attrs[ATTR.LAUNCHER_PID] for t in trials}
     assert launchers == {first.pid, second.pid}, launchers
+
+
+# --------------------------------------------------------------------------------------------
+# Launcher paths of the pausing schedules not run end to end above: synchronous Hyperband,
+# promotion Hyperband, a frozen launcher's trial taken over through the heartbeat, DDP slots.
+
+TINY = {"min_resource": 1, "max_resource": 4, "reduction_factor": 2}
+
+
+def _ends(trials: list[FrozenTrial]) -> Counter[tuple[str, int]]:
+    """How trials ended: (state name, epochs done) counts."""
+    return Counter((t.state.name, t.user_attrs[ATTR.EPOCHS]) for t in trials)
+
+
+def _plan_ends(plan: list[tuple[int, int]]) -> Counter[tuple[str, int]]:
+    """How a synchronous bracket's trials end by its ``sync_plan``: those not kept at a rung
+    are PRUNED there, those held at the top rung COMPLETE."""
+    held = [configs for _, configs in plan]
+    ends = Counter({("PRUNED", level): configs - held[k + 1]
+                    for k, (level, configs) in enumerate(plan[:-1])})
+    ends["COMPLETE", plan[-1][0]] = held[-1]
+    return +ends  # drop zero counts
+
+
+def test_one_cycle_of_sync_hyperband_ends_each_bracket_as_its_plan_says(tmp_path: Path) -> None:
+    """sync_hyperband r 1..4, eta 2: ladder 1, 2, 4 (s_max 2), brackets [1, 2, 4] x 4, [2, 4] x 3,
+    [4] x 3 (n = ceil(3 / (s + 1) * 2**s)); n_trials 10 runs each once, one round each: per
+    round 2 PRUNED at 1, 1 at 2, 1 COMPLETE; 2 PRUNED at 2, 1 COMPLETE; 3 COMPLETE. With
+    checkpoints: 4*1 + 2*1 + 1*2 + 3*2 + 1*2 + 3*4 = 28 epochs."""
+    cycle = hyperband_rounds(1, 4, 2)
+    n_trials = sum(configs for _, configs in cycle)
+    config = config_file(
+        tmp_path, pruner={"name": "sync_hyperband", **TINY, "prefact": 1},
+        devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": n_trials}, initial=[],
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert len(trials) == n_trials == 10
+    rounds: dict[int, list[FrozenTrial]] = {}
+    for trial in trials:
+        rounds.setdefault(trial.user_attrs[ATTR.ROUND], []).append(trial)
+        _curve_is_whole(trial)
+        assert trial.state in (TrialState.COMPLETE, TrialState.PRUNED), trial.user_attrs
+        assert trial.user_attrs.get(ATTR.PAUSED) is None
+    assert sorted(rounds) == list(range(len(cycle)))
+    epochs = 0
+    for index, (ladder, configs) in enumerate(cycle):
+        members = rounds[index]
+        plan = sync_plan(ladder[0], ladder[-1], 2, configs=configs)
+        assert [level for level, _ in plan] == ladder
+        assert len(members) == configs
+        assert _ends(members) == _plan_ends(plan), (index, _ends(members))
+        for k, (level, held) in enumerate(plan[:-1]):  # the best floor(held / 2) go on
+            at_rung = sorted((t for t in members if t.user_attrs[ATTR.EPOCHS] >= level),
+                             key=lambda t: (t.intermediate_values[level], t.number))
+            assert len(at_rung) == held
+            on = {t.number for t in at_rung if t.user_attrs[ATTR.EPOCHS] > level}
+            assert on == {t.number for t in at_rung[: plan[k + 1][1]]}, (index, level)
+        epochs += round_epochs(plan, resume=True)
+    assert epochs == 28
+    assert sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) == epochs
+
+
+def test_promotion_hyperband_pauses_at_its_brackets_rungs_and_promotes_their_best(
+    tmp_path: Path,
+) -> None:
+    """Promotion Hyperband r 1..4, eta 2 on 8 configurations: brackets [1, 2, 4], [2, 4], [4]
+    by the trial number's hash; each trial climbs its own bracket's rungs from its checkpoint
+    and stops at one of them, COMPLETE only at 4. When the study is done nothing is promotable,
+    so at every rung the best floor(n / 2) of the n values there went on (PromotionASHA)."""
+    schedule = PromotionHyperband(1, 4, 2, study_name="t")
+    ladders = schedule.ladders()
+    assert ladders == [[1, 2, 4], [2, 4], [4]]
+    config = config_file(
+        tmp_path, pruner={"name": "hyperband", "mode": "promotion", **TINY},
+        devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 8}, initial=[],
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert len(trials) == 8
+    brackets: dict[int, list[FrozenTrial]] = {b: [] for b in range(len(ladders))}
+    for trial in trials:
+        bracket = trial.system_attrs[BRACKET_ATTR]
+        assert bracket == bracket_of("t", trial.number, schedule.budgets)
+        brackets[bracket].append(trial)
+        ladder, epochs = ladders[bracket], trial.user_attrs[ATTR.EPOCHS]
+        _curve_is_whole(trial)
+        assert trial.user_attrs.get(ATTR.PAUSED) is None
+        assert epochs in ladder, (trial.number, bracket, epochs)
+        assert trial.state == (TrialState.COMPLETE if epochs == 4 else TrialState.PRUNED)
+        segments = trial.user_attrs[ATTR.SEGMENTS]  # one per rung, each from the last one
+        assert [s["to_epoch"] for s in segments] == ladder[: len(segments)]
+        assert [s["from_epoch"] for s in segments] == [0, *ladder][: len(segments)]
+        assert trial.user_attrs[ATTR.EPOCHS_TRAINED] == epochs  # no epoch trained twice
+    promoted = 0
+    for bracket, ladder in enumerate(ladders):
+        for level in ladder[:-1]:
+            reached = sorted((t for t in brackets[bracket] if level in t.intermediate_values),
+                             key=lambda t: (t.intermediate_values[level], t.number))
+            top = reached[: len(reached) // 2]
+            assert all(t.user_attrs[ATTR.EPOCHS] > level for t in top), (bracket, level)
+            promoted += len(top)
+    # By hand: trials 0-4 and 6 hash to bracket 0, so rung 1 holds 6 values: >= 3 go on.
+    assert len(brackets[0]) == 6 and promoted >= 3
+
+
+def _in_training(study: optuna.Study, launcher_pid: int) -> tuple[int, int] | None:
+    """(trial number, worker pid) of a trial of launcher ``launcher_pid`` in the middle of a
+    segment: an epoch reported, its resume checkpoint recorded at that epoch, its target not
+    reached yet (so its worker is training the next epoch)."""
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        attrs = trial.user_attrs
+        done = max(trial.intermediate_values, default=0)
+        point = attrs.get(ATTR.RESUME_POINT)
+        if (attrs.get(ATTR.LAUNCHER_PID) == launcher_pid and attrs.get(ATTR.PAUSED) is None
+                and isinstance(point, dict) and point.get("epoch") == done >= 1
+                and done < attrs.get(ATTR.TARGET, 0) and isinstance(attrs.get(ATTR.PID), int)):
+            return trial.number, attrs[ATTR.PID]
+    return None
+
+
+def _open_transactions(url: str) -> int:
+    """Sessions of other processes inside a transaction on ``url``'s database."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'")
+            ).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (state T in /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _freeze_in_training(
+    storage: str, launcher: subprocess.Popen[str], groups: set[int]
+) -> int:
+    """SIGSTOP the launcher and the worker of one of its trials while that trial trains
+    mid-segment and no database transaction of theirs is open; returns the trial's number.
+
+    The worker runs in a session of its own (the supervisor starts it so): both process groups
+    are added to ``groups`` before they are stopped, for the caller to kill. Where the trial
+    left its segment or a transaction was open at the moment of the stop, both continue and it
+    tries again."""
+    study = wait_for(lambda: study_of(storage), what="the study")
+    assert isinstance(study, optuna.Study)
+    for _ in range(20):
+        found = wait_for(lambda: _in_training(study, launcher.pid), timeout=240,
+                         what="a trial of the first launcher in training")
+        assert isinstance(found, tuple)
+        number, worker = found
+        groups.update({os.getpgid(worker), os.getpgid(launcher.pid)})
+        for group in groups:
+            os.killpg(group, signal.SIGSTOP)
+        pids = (worker, launcher.pid)
+        wait_for(lambda pids=pids: all(map(_stopped, pids)), timeout=10, what="SIGSTOP")
+        if _in_training(study, launcher.pid) == found and not _open_transactions(storage):
+            return number
+        for group in groups:
+            os.killpg(group, signal.SIGCONT)
+    raise AssertionError("no trial could be frozen in training")
+
+
+@pytest.mark.postgres
+def test_a_frozen_launchers_trial_is_resumed_by_another_once_its_heartbeat_stops(
+    tmp_path: Path, postgres_server: Any
+) -> None:
+    """Launcher A (one slot) is frozen (SIGSTOP, as a lost machine) while its trial trains;
+    launcher B on the same PostgreSQL study finds the trial's heartbeat older than
+    heartbeat.grace_period, resumes it from A's last checkpoint, and ends the round:
+    sync_sh r 2..4, eta 2, 2 configurations -> 1 PRUNED at 2, 1 COMPLETE at 4, none FAIL."""
+    storage = postgres_server.new_database("heartbeat")
+    config = config_file(
+        tmp_path, storage=storage, initial=[], stop={"n_trials": 2},
+        pruner={"name": "sync_sh", "min_resource": 2, "max_resource": 4, "reduction_factor": 2},
+        devices={"accelerator": "cpu", "count": 1}, checkpoint={"every": "epoch"},
+        heartbeat={"interval": 1, "grace_period": 3},
+        trainer={"limit_train_batches": 16, "limit_val_batches": 2},
+    )
+    first = popen(str(config), "--quiet", cwd=tmp_path)
+    groups = {first.pid}  # its session; the worker's session is added once known
+    try:
+        number = _freeze_in_training(storage, first, groups)
+        frozen = study_of(storage).get_trials(deepcopy=False)[number]
+        point, frozen_at = frozen.user_attrs[ATTR.RESUME_POINT], time.time()
+        second = popen(str(config), "--quiet", cwd=tmp_path)
+        out = finish(second)
+        assert second.returncode == 0, out[-3000:]
+    finally:
+        for group in groups:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+        first.communicate(timeout=60)
+    trials = study_of(storage).get_trials(deepcopy=False)
+    assert len(trials) == 2
+    expected = _plan_ends(sync_plan(2, 4, 2))  # rungs 2, 4 hold 2, 1
+    assert _ends(trials) == expected == {("PRUNED", 2): 1, ("COMPLETE", 4): 1}, _ends(trials)
+    for trial in trials:  # none left RUNNING (paused or not), none FAIL
+        _curve_is_whole(trial)
+    taken = trials[number]
+    attempts = taken.user_attrs[ATTR.ATTEMPTS]
+    assert len(attempts) == 1 and "no heartbeat from its worker" in attempts[0], attempts
+    assert taken.user_attrs[ATTR.LAUNCHER_PID] == second.pid
+    resumed = next(s for s in taken.user_attrs[ATTR.SEGMENTS] if s["start"] > frozen_at)
+    assert resumed["from_epoch"] == point["epoch"] >= 1, (point, resumed)  # A's checkpoint
+
+
+def test_sync_sh_under_ddp_resumes_paused_trials_on_both_ranks(tmp_path: Path) -> None:
+    """One slot of 2 CPU processes (DDP), sync_sh r 1..4, eta 2, 4 configurations: rungs 1, 2, 4
+    hold 4, 2, 1; 3 segments resume from a checkpoint (2 to epoch 2, 1 to epoch 4), and the
+    round trains 4*1 + 2*1 + 1*2 = 8 epochs: rank 1 continued from the checkpoint as rank 0
+    did, or the ranks would disagree on the epochs and the round would not end."""
+    plan = sync_plan(1, 4, 2)
+    config = config_file(
+        tmp_path, pruner={"name": "sync_sh", **TINY},
+        devices={"accelerator": "cpu", "count": 2, "per_trial": 2},
+        stop={"n_trials": plan[0][1]}, initial=[],
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert len(trials) == 4
+    assert _ends(trials) == _plan_ends(plan) == {("PRUNED", 1): 2, ("PRUNED", 2): 1,
+                                                 ("COMPLETE", 4): 1}
+    epochs = round_epochs(plan, resume=True)
+    assert epochs == 8
+    assert sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) == epochs
+    resumed = 0
+    for trial in trials:
+        _curve_is_whole(trial)
+        assert trial.user_attrs[ATTR.DEVICE] == "cpu:0,1"
+        segments = trial.user_attrs[ATTR.SEGMENTS]
+        assert [s["from_epoch"] for s in segments[1:]] == [s["to_epoch"] for s in segments[:-1]]
+        resumed += len(segments) - 1
+    assert resumed == sum(configs for _, configs in plan[1:])  # 2 + 1
+    assert len({t.user_attrs[ATTR.PID] for t in trials}) == 1  # one worker, one DDP group
+
+
+@pytest.mark.postgres
+def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
+    tmp_path: Path, postgres_server: Any
+) -> None:
+    """With heartbeat on, a paused trial's last heartbeat is from before its pause. Resumed after
+    more than grace_period, it must not look lost to another worker before its own worker's
+    first heartbeat (sync_sh r 1..2, eta 2, 2 configurations, two schedulers on one study)."""
+    url = postgres_server.new_database("race")
+    cfg = parse_config({
+        "study": "t", "storage": url, "run_dir": str(tmp_path), "model": {"name": "lenet"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}}, "stop": {"n_trials": 2},
+        "pruner": {"name": "sync_sh", "min_resource": 1, "max_resource": 2, "reduction_factor": 2},
+        "heartbeat": {"interval": 1, "grace_period": 2},
+    })
+    study, _ = open_study(cfg, open_storage(url, create=False, heartbeat=(1, 2)))
+    one, two = Scheduler(study, cfg), Scheduler(study, cfg)
+    for value in (0.5, 0.7):  # both configurations train to rung 1 (with heartbeats), pause
+        job = one.next("w1")
+        assert isinstance(job, Assignment)
+        backend_of(study).record_heartbeat(trial_id_of(job.trial))  # type: ignore[attr-defined]
+        job.trial.report(value, 1)
+        one.pause(job.trial.number, epoch=1, checkpoint=None, why="rung 1")
+    time.sleep(3)  # paused longer than grace_period
+    job = one.next("w1")  # worker 1 resumes the best (trial 0) to epoch 2 ...
+    assert isinstance(job, Assignment) and job.trial.number == 0
+    assert two.next("w2") == "wait"  # ... worker 2, before worker 1's first beat, must wait
+    trial = study.get_trials(deepcopy=False)[0]
+    assert trial.user_attrs.get(ATTR.ATTEMPTS) is None
+    assert trial.user_attrs[ATTR.OWNER] == "w1"

@@ -92,25 +92,21 @@ def test_live_view_puts_each_part_on_its_own_line(width: int, n_trials: int | No
 # Paused trials (pausing schedules, crash resume).
 
 
-def _pause(sup: Supervisor, number: int, *, ended: bool) -> TrialRow:
+def _pause(sup: Supervisor, number: int) -> TrialRow:
     """Trial ``number`` paused at epoch 4 on slot 1, as the supervisor marks it on a worker's
-    ``pause`` event: state PAUSED and ``paused_at``; ``ended`` also sets ``ended``, which the
-    display must not take for the end of the trial."""
+    ``pause`` event: state PAUSED and ``ended`` (its segment's end), which the display must not
+    take for the end of the trial."""
     now = time.time()
     row = TrialRow(number, 1, "cpu:1", state="PAUSED", epochs=4, last=0.15,
                    params={"lr": 0.3}, started=now - 10)
-    row.paused_at = now - 6  # type: ignore[attr-defined]  # (a field once the supervisor has it)
-    if ended:
-        row.ended = now - 6
+    row.ended = now - 6
     sup.rows[number] = row
     return row
 
 
-@pytest.mark.parametrize("ended", [pytest.param(False, id="not-ended"),
-                                   pytest.param(True, id="ended-set-too")])
-def test_live_view_shows_a_paused_trial_as_paused_and_not_finished(ended: bool) -> None:
+def test_live_view_shows_a_paused_trial_as_paused_and_not_finished() -> None:
     sup = _supervisor(20)
-    _pause(sup, 3, ended=ended)
+    _pause(sup, 3)
     lines = _last_frame(120, sup)
     view = "\n".join(lines)
     words = _words(lines)
@@ -122,24 +118,20 @@ def test_live_view_shows_a_paused_trial_as_paused_and_not_finished(ended: bool) 
     assert " 4.0 s " in paused  # its segment, not the time since it paused
 
 
-@pytest.mark.parametrize("ended", [pytest.param(False, id="not-ended"),
-                                   pytest.param(True, id="ended-set-too")])
-def test_lines_mode_prints_each_pause_and_the_end(ended: bool) -> None:
+def test_lines_mode_prints_each_pause_and_the_end() -> None:
     sup = _supervisor(20)
     console = Console(file=io.StringIO(), width=200, highlight=False, markup=False)
     display = Display(sup.cfg, "lines", console)
     display.update(sup)
     display.update(sup)  # nothing new: nothing printed twice
-    _pause(sup, 3, ended=ended)
+    _pause(sup, 3)
     display.update(sup)
     display.update(sup)
     now = time.time()  # resumed on slot 0 (a new row), then it completes
     sup.rows[3] = TrialRow(3, 0, "cpu:0", epochs=4, params={"lr": 0.3}, started=now - 3)
     display.update(sup)
     row = sup.rows[3]
-    row.state, row.epochs = "PAUSED", 8  # paused again at the next rung
-    if ended:
-        row.ended = now - 1
+    row.state, row.epochs, row.ended = "PAUSED", 8, now - 1  # paused again at the next rung
     display.update(sup)
     sup.rows[3] = TrialRow(3, 0, "cpu:0", epochs=8, params={"lr": 0.3}, started=now - 1)
     display.update(sup)

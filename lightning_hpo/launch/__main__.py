@@ -86,4 +86,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from lightning_hpo.launch._exit import fast_exit
+
+    fast_exit(main())  # the config check imported torch: skip its 2-s teardown

@@ -46,7 +46,13 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo import schedules
-from lightning_hpo._optuna import live_trial, stale_trial_ids, storage_of, trial_id_of
+from lightning_hpo._optuna import (
+    backend_of,
+    live_trial,
+    stale_trial_ids,
+    storage_of,
+    trial_id_of,
+)
 from lightning_hpo.config import Config
 from lightning_hpo.launch.study import claim_trial, end_trial, study_lock
 from lightning_hpo.schema import ATTR, BRACKET_ATTR
@@ -54,12 +60,13 @@ from lightning_hpo.schema import ATTR, BRACKET_ATTR
 __all__ = [
     "Assignment",
     "Scheduler",
-    "append_segment",
-    "append_segment_to",
     "build_schedule",
+    "close_segment",
+    "close_segment_of",
     "crashed",
     "interrupt",
     "is_paused",
+    "open_segment",
     "trial_view",
 ]
 
@@ -246,6 +253,9 @@ class Scheduler:
     def _mark(self, trial: optuna.Trial, to_epoch: int, owner: str) -> None:
         trial.set_user_attr(ATTR.TARGET, to_epoch)
         trial.set_user_attr(ATTR.OWNER, owner)
+        if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
+            # pause: beat now, or another launcher takes it for lost before its worker's first
+            backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]
 
     def _prune(self, frozen: FrozenTrial, reason: str) -> None:
         """End a paused trial that can no longer be promoted, and delete its checkpoint."""
@@ -341,17 +351,44 @@ def crashed(study: optuna.Study, number: int, reason: str, cfg: Config) -> Liter
     return "resumable"
 
 
-def append_segment(trial: Any, segment: dict[str, Any]) -> None:
-    """Add one training segment to a live trial's :data:`ATTR.SEGMENTS` list."""
+def open_segment(trial: Any, segment: dict[str, Any]) -> None:
+    """List a segment that starts now on a live trial's :data:`ATTR.SEGMENTS` (``end`` None)."""
     segments = list(trial.user_attrs.get(ATTR.SEGMENTS) or [])
     trial.set_user_attr(ATTR.SEGMENTS, [*segments, segment])
 
 
-def append_segment_to(study: optuna.Study, number: int, segment: dict[str, Any]) -> None:
-    """Add one training segment to trial ``number`` (a trial whose worker died)."""
+def close_segment(trial: Any, segment: dict[str, Any]) -> None:
+    """Record a live trial's segment as ended: it replaces the open entry it listed."""
+    segments = list(trial.user_attrs.get(ATTR.SEGMENTS) or [])
+    trial.set_user_attr(ATTR.SEGMENTS, _closed(segments, segment))
+
+
+def close_segment_of(
+    study: optuna.Study, number: int, segment: dict[str, Any], *, only_open: bool = False
+) -> None:
+    """Record the segment of trial ``number`` whose worker died or was killed as ended (it
+    replaces the open entry; ``only_open``: nothing is written when there is none)."""
     frozen = study.get_trials(deepcopy=False)[number]
     if frozen.state == TrialState.RUNNING:
         segments = list(frozen.user_attrs.get(ATTR.SEGMENTS) or [])
+        if only_open and not (segments and isinstance(segments[-1], dict)
+                              and segments[-1].get("end") is None):
+            return
         storage_of(study).set_trial_user_attr(
-            trial_id_of(frozen), ATTR.SEGMENTS, [*segments, segment]
+            trial_id_of(frozen), ATTR.SEGMENTS, _closed(segments, segment)
         )
+
+
+def _closed(segments: list[Any], segment: dict[str, Any]) -> list[Any]:
+    """``segments`` with its open last entry (if any) replaced by ``segment``.
+
+    Example::
+
+        >>> _closed([{"end": 2.0}, {"end": None}], {"end": 5.0})
+        [{'end': 2.0}, {'end': 5.0}]
+        >>> _closed([{"end": 2.0}], {"end": 5.0})
+        [{'end': 2.0}, {'end': 5.0}]
+    """
+    if segments and isinstance(segments[-1], dict) and segments[-1].get("end") is None:
+        segments = segments[:-1]
+    return [*segments, segment]

@@ -71,16 +71,9 @@ def _finished(row: TrialRow) -> bool:
     return row.ended is not None and not _paused(row)
 
 
-def _paused_since(row: TrialRow) -> float | None:
-    """Unix s when a paused row paused (the supervisor's ``paused_at``, else ``ended``)."""
-    when = getattr(row, "paused_at", None)
-    return when if isinstance(when, (int, float)) else row.ended
-
-
 def _took(row: TrialRow) -> float:
     """Seconds of the row's segment: to its end, its pause, or now."""
-    stop = _paused_since(row) if _paused(row) else row.ended
-    return (stop or time.time()) - row.started
+    return (row.ended or time.time()) - row.started  # a paused row's ended: its pause
 
 
 def _budget_stopped(trial: optuna.trial.FrozenTrial) -> bool:
@@ -131,7 +124,7 @@ class Display:
                 if not (_finished(row) or _paused(row)):  # training: its next pause is news
                     self._printed.pop(row.number, None)
                     continue
-                seen = (row.state, _paused_since(row) if _paused(row) else row.ended)
+                seen = (row.state, row.ended)
                 if self._printed.get(row.number) != seen:
                     self._printed[row.number] = seen
                     self.console.print(self._line(row), highlight=False, markup=False)
@@ -163,7 +156,7 @@ class Display:
         rows = sup.rows
         finished = sum(_finished(r) for r in rows.values())
         paused = sorted((r for r in rows.values() if _paused(r)),
-                        key=lambda r: _paused_since(r) or 0.0, reverse=True)
+                        key=lambda r: r.ended or 0.0, reverse=True)
         best = _best(rows, self.cfg.direction)
         stop = self.cfg.stop
         if stop.n_trials is not None:

@@ -50,7 +50,7 @@ from lightning_hpo.launch.protocol import (
     StopOrder,
     WorkerSpec,
 )
-from lightning_hpo.launch.scheduler import append_segment_to, crashed, interrupt
+from lightning_hpo.launch.scheduler import close_segment_of, crashed, interrupt
 from lightning_hpo.schema import ATTR, device_label
 
 __all__ = ["Supervisor", "TrialRow"]
@@ -263,9 +263,9 @@ class Supervisor:
             from_epoch = int(event.get("from_epoch") or 0)
             if row is None:
                 row = self.rows[number] = TrialRow(number, worker.slot.index, device, started=now)
-            else:  # a paused trial resumed here
+            else:  # a paused trial resumed here: its row times this segment
                 row.slot, row.device = worker.slot.index, device
-                row.state, row.ended = "RUNNING", None
+                row.state, row.ended, row.started = "RUNNING", None, now
             row.epochs = row.from_epoch = from_epoch
         elif kind == "fit_start":
             row = self.rows.get(event["trial"])
@@ -351,7 +351,7 @@ class Supervisor:
         assert number is not None
         row = self.rows.get(number)
         if row is not None:
-            append_segment_to(self.study, number, {
+            close_segment_of(self.study, number, {
                 "slot": worker.slot.index, "device": row.device, "start": row.started,
                 "end": time.time(), "from_epoch": row.from_epoch, "to_epoch": row.epochs,
                 "how": "crashed",
@@ -369,10 +369,16 @@ class Supervisor:
         why = self.stop_reason or "launcher stopped"
         why = f"{why}; {detail or 'left running'}" if self._order is not None else (
             f"interrupted: {why}" + (f" ({detail})" if detail else ""))
-        if interrupt(self.study, number, why, self.cfg.max_epochs):
-            row = self.rows.get(number)
-            if row is not None and row.ended is None:
-                row.state, row.reason, row.ended = "PAUSED", why, time.time()
+        row = self.rows.get(number)
+        if row is not None:  # a worker killed after the grace left its segment open
+            close_segment_of(self.study, number, {
+                "slot": row.slot, "device": row.device, "start": row.started,
+                "end": time.time(), "from_epoch": row.from_epoch, "to_epoch": row.epochs,
+                "how": "interrupted",
+            }, only_open=True)
+        paused = interrupt(self.study, number, why, self.cfg.max_epochs)
+        if paused and row is not None and row.ended is None:
+            row.state, row.reason, row.ended = "PAUSED", why, time.time()
 
     def _check_budget(self) -> None:
         """Start the budget stop when a criterion is met; end the grace when it is over."""

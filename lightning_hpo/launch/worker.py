@@ -41,7 +41,6 @@ import math
 import os
 import signal
 import socket
-import sys
 import threading
 import time
 from typing import Any
@@ -50,7 +49,6 @@ import lightning as L
 import optuna
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
@@ -62,6 +60,8 @@ from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, Resum
 from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
+from lightning_hpo.launch._csvlog import SegmentCSVLogger
+from lightning_hpo.launch._exit import fast_exit
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
     STOP_SIGNAL,
@@ -75,7 +75,8 @@ from lightning_hpo.launch.scheduler import (
     WAIT_SECONDS,
     Assignment,
     Scheduler,
-    append_segment,
+    close_segment,
+    open_segment,
 )
 from lightning_hpo.launch.study import end_trial, open_study
 from lightning_hpo.models import build_model
@@ -126,6 +127,7 @@ class _Progress(L.Callback):
         self.resume: ResumeCheckpoint | None = None
         self.from_epoch = 0  # epochs in the checkpoint this segment started from
         self.prior_times: list[float] = []  # the trial's epoch end times before this segment
+        self.known: list[float] | None = None  # all of them, when it resumes from a checkpoint
 
     def all_epoch_end_times(self) -> list[float]:
         """One end time per epoch of the trial, across its segments: an epoch trained again
@@ -144,6 +146,15 @@ class _Progress(L.Callback):
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
             self._events.emit("fit_start", trial=self._trial, params=self.params)
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # The checkpoint is the truth: a worker that died between writing it and recording
+        # its resume point leaves a study one epoch behind the file Lightning just restored.
+        if self.known is not None and trainer.current_epoch != self.from_epoch:
+            _logger.warning("trial %d: its checkpoint holds %d epochs, the study said %d",
+                            self._trial, trainer.current_epoch, self.from_epoch)
+            self.from_epoch = trainer.current_epoch
+            self.prior_times = self.known[: self.from_epoch]
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking:
@@ -252,7 +263,7 @@ def train(
         max_epochs=segment.to_epoch or cfg.max_epochs,
         callbacks=[pruning, progress, checkpoint, RandomState(), resume],
         plugins=[_CheckpointIO()],
-        logger=CSVLogger(save_dir=str(trial_dir), name="", version=""),
+        logger=SegmentCSVLogger(trial_dir, progress.from_epoch if segment.checkpoint else None),
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
@@ -263,7 +274,7 @@ def train(
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
     try:
-        trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint)
+        trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint, weights_only=True)
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
     pruning.raise_if_pruned()
@@ -366,6 +377,11 @@ def _run_segment(
         attrs[ATTR.START] = started
     for key, value in attrs.items():
         trial.set_user_attr(key, value)
+    open_segment(trial, {
+        "slot": spec.slot, "device": spec.device_label, "start": started, "end": None,
+        "from_epoch": 0 if job.checkpoint is None else job.from_epoch, "to_epoch": None,
+        "how": "running",
+    })
     if channel is not None:
         channel.begin_trial(trial.number)
     shared = LeaderTrial(trial, channel) if channel is not None else trial
@@ -375,6 +391,7 @@ def _run_segment(
     known = list(trial.user_attrs.get(ATTR.EPOCH_END_TIMES) or [])
     progress.from_epoch = job.from_epoch
     progress.prior_times = known[: job.from_epoch] if job.checkpoint is not None else known
+    progress.known = known if job.checkpoint is not None else None
     heartbeat = _Heartbeat(study, trial, cfg.heartbeat.interval) if cfg.heartbeat else None
     try:
         value, checkpoint = train(shared, cfg, spec, progress,
@@ -411,7 +428,7 @@ def _run_segment(
         last = progress.resume.last if progress.resume is not None else None
         # At a rung the segment's last epoch was saved; an interruption resumes from the last
         # checkpoint written, or from where the segment started when it wrote none.
-        epoch, path = last if last is not None else (job.from_epoch, job.checkpoint)
+        epoch, path = last if last is not None else (progress.from_epoch, job.checkpoint)
         scheduler.pause(
             trial.number, epoch=epoch, checkpoint=path, why=reason or how,
             target=job.to_epoch if how == "interrupted" else None,
@@ -463,14 +480,14 @@ def _record_epochs(
     """The trial's epoch count, epoch end times and segments, across all its segments."""
     attrs = trial.user_attrs
     times = progress.all_epoch_end_times()
-    from_epoch = 0 if job.checkpoint is None else job.from_epoch
+    from_epoch = 0 if job.checkpoint is None else progress.from_epoch
     done = from_epoch + len(progress.epoch_end_times)
     trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + len(progress.epoch_end_times)
     trial.set_user_attr(ATTR.EPOCHS, max(done, int(attrs.get(ATTR.EPOCHS) or 0)))
     trial.set_user_attr(ATTR.EPOCH_END_TIMES, times)
     trial.set_user_attr(ATTR.EPOCHS_TRAINED, trained)
     trial.set_user_attr(ATTR.END, time.time())
-    append_segment(trial, {
+    close_segment(trial, {
         "slot": spec.slot, "device": spec.device_label, "start": started, "end": time.time(),
         "from_epoch": from_epoch, "to_epoch": done, "how": how,
     })
@@ -545,4 +562,4 @@ def _kill_children() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    fast_exit(main())  # no 2-s teardown of torch: the launcher waits for this exit
