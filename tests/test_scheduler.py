@@ -16,6 +16,7 @@ from typing import Any
 
 import optuna
 import pytest
+import yaml
 from _support import config_file, finish, launch, popen, study_of, wait_for
 from optuna.trial import FrozenTrial, TrialState
 
@@ -520,3 +521,33 @@ def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
     trial = study.get_trials(deepcopy=False)[0]
     assert trial.user_attrs.get(ATTR.ATTEMPTS) is None
     assert trial.user_attrs[ATTR.OWNER] == "w1"
+
+
+def test_a_damaged_checkpoint_is_retrained_from_scratch_not_failed(tmp_path: Path) -> None:
+    """A promoted trial whose checkpoint cannot be read (a torn copy, a full disk elsewhere)
+    trains again from epoch 0 and ends COMPLETE with a whole curve, instead of failing."""
+    storage = str(tmp_path / "t.journal")
+    pruner = {"name": "sync_sh", "min_resource": 1, "max_resource": 2, "reduction_factor": 2}
+    config = config_file(tmp_path, storage=storage, pruner=pruner, stop={"n_trials": 2},
+                         initial=[])
+    cfg = parse_config(yaml.safe_load(config.read_text()))
+    study, _ = open_study(cfg, open_storage(storage))
+    scheduler = Scheduler(study, cfg)
+    for value in (0.2, 0.9):  # both reach rung 1 and pause; trial 0 (the better) goes on
+        job = scheduler.next("test")
+        assert isinstance(job, Assignment)
+        job.trial.report(value, 1)
+        job.trial.set_user_attr(ATTR.EPOCH_END_TIMES, [time.time()])
+        damaged = tmp_path / f"damaged-{job.trial.number}.ckpt"
+        damaged.write_bytes(b"PK\x03\x04 not a checkpoint")
+        scheduler.pause(job.trial.number, epoch=1, checkpoint=str(damaged), why="rung 1")
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    first, second = study_of(storage).get_trials(deepcopy=False)
+    assert first.state == TrialState.COMPLETE, first.user_attrs
+    assert second.state == TrialState.PRUNED
+    _curve_is_whole(first)
+    assert [s["from_epoch"] for s in first.user_attrs[ATTR.SEGMENTS]] == [0]  # from scratch
+    assert first.user_attrs[ATTR.EPOCHS_TRAINED] == 2
+    log = "".join(p.read_text() for p in (tmp_path / "runs" / "t" / "workers").glob("*.log"))
+    assert "cannot be read" in log and "retrains from scratch" in log

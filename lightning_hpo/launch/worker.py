@@ -365,6 +365,11 @@ def _run_segment(
     """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused."""
     trial, study = job.trial, scheduler.study
     started = time.time()
+    problem = None if job.checkpoint is None else _unreadable(job.checkpoint)
+    if problem is not None:  # a damaged file: the trial is not lost, it trains again
+        _logger.warning("trial %d: checkpoint %s cannot be read (%s); it retrains from scratch",
+                        trial.number, job.checkpoint, problem)
+        job = dataclasses.replace(job, checkpoint=None, from_epoch=0)
     # The supervisor learns of the trial first, and the launcher's pid is the first attribute:
     # whenever this process dies from here on, the trial is handed back for it.
     events.emit("start", trial=trial.number, slot=spec.slot, from_epoch=job.from_epoch,
@@ -465,6 +470,16 @@ class _Heartbeat:
     def stop(self) -> None:
         self._done.set()
         self._thread.join(timeout=5)
+
+
+def _unreadable(path: str) -> str | None:
+    """Why the checkpoint at ``path`` cannot be loaded (``weights_only``, as ``fit`` loads
+    it), or None when it can. Memory-mapped: the tensors are not read."""
+    try:
+        torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # truncated, not a zip file, unpickling refused, gone
+        return f"{type(error).__name__}: {error}"[:300]
+    return None
 
 
 def _still_owner(study: optuna.Study, trial: optuna.Trial, owner: str) -> bool:
