@@ -56,15 +56,9 @@ def env() -> dict[str, str]:
 
 
 def launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m lightning_hpo.launch ARGS`` to its end; on time-out kill it, its workers
-    and their DDP ranks, and fail with its output."""
+    """Run ``python -m lightning_hpo.launch ARGS`` to its end (see :func:`finish`)."""
     process = popen(*args, cwd=cwd, capture_stderr=True)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_tree(process.pid)
-        out, err = process.communicate()
-        raise AssertionError(f"launcher did not finish:\n{out[-3000:]}\n{err[-3000:]}") from None
+    out, err = _wait(process, timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
@@ -101,14 +95,20 @@ def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Pop
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
-    """Wait for a launcher; on time-out kill its whole session and fail with its output."""
+    """Wait for a launcher started by :func:`popen`; on time-out kill it, its workers and
+    their DDP ranks, and fail with its output."""
+    return _wait(process, timeout)[0]
+
+
+def _wait(process: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
     try:
-        out, _ = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_tree(process.pid)
-        out, _ = process.communicate()
-        raise AssertionError(f"launcher did not finish:\n{out[-3000:]}") from None
-    return out
+        out, err = process.communicate()
+        raise AssertionError(
+            f"launcher did not finish:\n{out[-3000:]}\n{(err or '')[-3000:]}") from None
+    return out, err or ""
 
 
 def run_job(

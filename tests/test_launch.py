@@ -467,6 +467,27 @@ open_study(cfg, storage)
 """
 
 
+def _url(kind: str, tmp_path: Path, request: pytest.FixtureRequest, name: str) -> str:
+    """A fresh storage of ``kind``: a journal file, an SQLite file or a PostgreSQL database."""
+    if kind == "postgres":
+        return str(request.getfixturevalue("postgres_server").new_database(name))
+    return {"journal": str(tmp_path / "t.journal"), "sqlite": f"sqlite:///{tmp_path}/t.db"}[kind]
+
+
+def _together(script: str, config: Path, barrier: Path, n: int) -> None:
+    """Run ``script`` in ``n`` processes that start its work at the same moment (each touches
+    ``ready-K`` in ``barrier``, then waits for ``go``); each must exit 0."""
+    barrier.mkdir()
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, str(config), str(barrier), str(k)])
+        for k in range(n)
+    ]
+    wait_for(lambda: len(list(barrier.glob("ready-*"))) == n, what=f"{n} processes ready")
+    (barrier / "go").touch()
+    for process in processes:
+        assert process.wait(timeout=120) == 0
+
+
 @pytest.mark.parametrize("kind", ["journal", "sqlite", pytest.param("postgres",
                                                                      marks=pytest.mark.postgres)])
 def test_launchers_setting_up_together_queue_the_budget_once(
@@ -474,20 +495,9 @@ def test_launchers_setting_up_together_queue_the_budget_once(
 ) -> None:
     """Several launchers create-or-load one study at the same moment: n_trials trials in the
     queue, the initial configuration once (the set-up is serialised per study)."""
-    storage = {"journal": str(tmp_path / "t.journal"), "sqlite": f"sqlite:///{tmp_path}/t.db"}
-    url = (request.getfixturevalue("postgres_server").new_database("setup") if kind == "postgres"
-           else storage[kind])
+    url = _url(kind, tmp_path, request, "setup")
     config = config_file(tmp_path, storage=url, stop={"n_trials": 12})
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
-    processes = [
-        subprocess.Popen([sys.executable, "-c", _SET_UP, str(config), str(barrier), str(k)])
-        for k in range(4)
-    ]
-    wait_for(lambda: len(list(barrier.glob("ready-*"))) == 4, what="4 processes ready")
-    (barrier / "go").touch()
-    for process in processes:
-        assert process.wait(timeout=120) == 0
+    _together(_SET_UP, config, tmp_path / "barrier", 4)
     trials = study_of(url).get_trials(deepcopy=False)
     assert len(trials) == 12 and {t.state for t in trials} == {TrialState.WAITING}
     assert sum(t.system_attrs.get("fixed_params") == INITIAL for t in trials) == 1
@@ -537,21 +547,11 @@ def test_the_schedule_lock_excludes_other_processes(
     """Three processes take the "schedule" lock through the study's own storage (Optuna's
     cache around an RDB storage, as the scheduler passes it): their turns never overlap. On
     PostgreSQL no lock was taken at all before, and two launchers resumed one trial twice."""
-    storage = {"journal": str(tmp_path / "t.journal"), "sqlite": f"sqlite:///{tmp_path}/t.db"}
-    url = (request.getfixturevalue("postgres_server").new_database("lock") if kind == "postgres"
-           else storage[kind])
-    config = config_file(tmp_path, storage=url, stop={"n_trials": 2})
+    config = config_file(tmp_path, storage=_url(kind, tmp_path, request, "lock"),
+                         stop={"n_trials": 2})
     barrier = tmp_path / "barrier"
-    barrier.mkdir()
-    processes = [
-        subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(config), str(barrier), str(k)])
-        for k in range(3)
-    ]
-    wait_for(lambda: len(list(barrier.glob("ready-*"))) == 3, what="3 processes ready")
-    (barrier / "go").touch()
-    for process in processes:
-        assert process.wait(timeout=120) == 0
+    _together(_HOLD_LOCK, config, barrier, 3)
     turns = sorted((float((barrier / f"in-{k}").read_text()),
                     float((barrier / f"out-{k}").read_text())) for k in range(3))
-    for (_, left), (entered, _) in zip(turns, turns[1:]):
+    for (_, left), (entered, _) in zip(turns, turns[1:], strict=False):
         assert entered >= left, turns  # the next one entered only after the last one left
