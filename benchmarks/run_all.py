@@ -43,6 +43,7 @@ FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_workers.py", [], ["--quick"]),
     ("bench_search.py", [], ["--quick"]),
     ("bench_promotion.py", [], ["--quick"]),
+    ("bench_schedules.py", [], ["--seeds", "10"]),
 ]
 
 

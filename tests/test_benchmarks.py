@@ -22,6 +22,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_promotion  # noqa: E402
+import bench_schedules  # noqa: E402
 import bench_search  # noqa: E402
 import bench_workers  # noqa: E402
 import run_all  # noqa: E402
@@ -449,3 +450,139 @@ def test_bench_promotion_quick_runs_and_writes_its_figures(tmp_path: Path) -> No
     assert all(f.met in (True, False) for f in figures if f.target != "-")
     assert sorted(p.name for p in (tmp_path / "out").glob("*.journal")) == [
         "asha-promotion-seed0.journal", "random-seed0.journal"]
+
+
+# -- bench_schedules: measured curves replayed through the library's schedules -----------------
+
+
+def _table(curves: list[list[float]], seconds: list[float] | None = None,
+           start: float = 0.0, checkpoint: float = 0.0) -> bench_schedules.Table:
+    return bench_schedules.Table(
+        "toy", "", [{"c": c} for c in range(len(curves))],
+        {"validation_error": curves, "validation_loss": curves},
+        seconds or [1.0] * len(curves), start, checkpoint, 1000)
+
+
+#: config 0: 0.5, config 1: 0.9, config 2: 0.1 at every epoch; 9 epochs (rungs 1, 3, 9, eta 3)
+_FLAT = [[0.5] * 9, [0.9] * 9, [0.1] * 9]
+
+
+def _trained(run: bench_schedules.SimRun) -> list[tuple[int, int]]:
+    return [(e.trial, e.epoch) for e in run.events]
+
+
+def test_bench_schedules_docstring_examples() -> None:
+    import doctest
+
+    result = doctest.testmod(bench_schedules, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 3 and result.failed == 0
+
+
+@pytest.mark.parametrize("resume, epochs, retrained", [(True, 34, 0), (False, 58, 24)])
+def test_the_simulated_textbook_round_trains_34_or_58_epochs(
+        resume: bool, epochs: int, retrained: int) -> None:
+    table = _table([[1.0 - 0.01 * c * e for e in range(1, 11)] for c in range(8)])
+    method = "sync-sh" if resume else "sync-sh-scratch"
+    run = bench_schedules.simulate(table, method, 0, 1e9, 2, 2, 2, configs=range(8))
+    assert len(run.events) == epochs
+    assert sum(math.isnan(e.value) for e in run.events) == retrained
+    reached = {}
+    for event in run.events:
+        reached[event.trial] = max(reached.get(event.trial, 0), event.epoch)
+    assert sorted(reached.values()) == [2, 2, 2, 2, 4, 4, 8, 10]
+    assert reached[7] == 10  # config 7 improves fastest: the one trial at max_resource
+    assert run.trials == 8 and run.idle > 0  # a rung waits for its last trial
+
+
+def test_simulated_stopping_asha_prunes_by_the_pruners_rule() -> None:
+    run = bench_schedules.simulate(_table(_FLAT), "asha-stop", 0, 1e9, 1, configs=[0, 1, 2, 1])
+    trained = _trained(run)
+    # t0 is first at every rung; t1 (0.9) has 1 of 2 better at rung 1 and stops; t2 (0.1) is
+    # best everywhere; t3 (0.9) has 2 of 4 better (n // 3 = 1 continue) and stops.
+    assert trained == [(0, e) for e in range(1, 10)] + [(1, 1)] + [(2, e) for e in range(1, 10)] \
+        + [(3, 1)]
+    assert run.segments == 4 and run.peak_paused == 0
+
+
+def test_simulated_promotion_asha_pauses_and_promotes_the_top_third() -> None:
+    run = bench_schedules.simulate(_table(_FLAT), "asha-promotion", 0, 1e9, 1,
+                                   configs=[0, 1, 2, 1])
+    # t0, t1 pause at rung 1 (top floor(n/3) is empty); t2 makes n = 3 and is its best: it is
+    # promoted to rung 3 and pauses there alone; t3 starts; nothing else can be promoted.
+    assert _trained(run) == [(0, 1), (1, 1), (2, 1), (2, 2), (2, 3), (3, 1)]
+    # with the tickets counted, t1 is pruned as soon as t0 ranks above it (4 // 3 = 1 go on)
+    assert run.segments == 5 and run.peak_paused == 1
+
+
+def test_simulation_cuts_at_the_budget_and_draws_the_same_configs_for_every_method() -> None:
+    curves = [[0.01 * c] * 9 for c in range(50)]  # each configuration's value tells it apart
+    table = _table(curves, seconds=[0.5 + 0.01 * c for c in range(50)], start=0.2,
+                   checkpoint=0.05)
+    runs = {m: bench_schedules.simulate(table, m, 7, 40.0, 3) for m in bench_schedules.METHODS}
+    first = {}
+    for method, run in runs.items():
+        assert run.events and max(e.time for e in run.events) <= 40.0
+        assert all(a.time <= b.time for a, b in zip(run.events, run.events[1:], strict=False))
+        first[method] = {e.trial: e.value for e in run.events if e.epoch == 1
+                         and not math.isnan(e.value)}  # a retrain reports nothing
+    common = set.intersection(*(set(f) for f in first.values()))
+    assert len(common) >= 3
+    assert all(len({first[m][k] for m in first}) == 1 for k in common)
+    assert runs["random"].idle < 1e-9  # three slots always busy, starts included
+    assert bench_schedules.simulate(table, "random", 8, 40.0, 3).events != runs["random"].events
+
+
+def _sim(method: str, values: list[float]) -> bench_schedules.SimRun:
+    return bench_schedules.SimRun(method, 0, 10.0, 1, _events(*values), 1, 1, 10.0, 0)
+
+
+def test_outcome_ratio_and_targets() -> None:
+    runs = {"random": _sim("random", [0.9, 0.5, 0.4, 0.3, 0.2, 0.3]),
+            "asha-stop": _sim("asha-stop", [0.1]),
+            "asha-promotion": _sim("asha-promotion", [0.5, 0.25, 0.2]),
+            "sync-sh": _sim("sync-sh", [0.9]),
+            "sync-sh-scratch": _sim("sync-sh-scratch", [math.nan, 0.2])}
+    seed = bench_schedules.outcome(runs)
+    assert seed.target == 0.2 and seed.reach["random"] == 5
+    assert seed.reach == {"random": 5, "asha-stop": 1, "asha-promotion": 3, "sync-sh": None,
+                          "sync-sh-scratch": 2}
+    assert seed.ratio("asha-stop") == 0.2 and seed.ratio("sync-sh") == math.inf
+    promotion, stop, promo_ratio = bench_schedules.targets([seed])
+    assert (promotion.met, stop.met, promo_ratio.met) == (False, True, False)  # 3 > 1; 0.6
+    never = dict(runs, **{"asha-stop": _sim("asha-stop", [0.9]),
+                          "asha-promotion": _sim("asha-promotion", [0.9])})
+    assert bench_schedules.targets([bench_schedules.outcome(never)])[0].met is False
+    text = bench_schedules.report({(m, 0): r for m, r in runs.items()}, [seed],
+                                  bench_schedules.METHODS, _table(_FLAT))
+    assert "| sync-sh | 1 | 1 | 0.9 | never [never, never]" in text
+
+
+def test_table_checks_and_round_trip(tmp_path: Path) -> None:
+    table = _table(_FLAT)
+    table.save(tmp_path / "t.json")
+    assert bench_schedules.Table.load(tmp_path / "t.json") == table
+    with pytest.raises(ValueError, match="metric is 'accuracy'; the table has validation_error"):
+        table.values("accuracy")
+    with pytest.raises(ValueError, match="every curve as long"):
+        _table([[0.1] * 9, [0.1] * 8])
+    with pytest.raises(ValueError, match="one entry a configuration"):
+        _table(_FLAT, seconds=[1.0])
+    with pytest.raises(ValueError, match="configs must be table rows 0..2"):
+        bench_schedules.simulate(table, "random", 0, 10.0, 1, configs=[3])
+
+
+def test_the_committed_table_holds_both_metrics_to_epoch_27() -> None:
+    table = bench_schedules.Table.load(bench_schedules.TABLE)
+    assert table.max_epochs == bench_schedules.MAX_RESOURCE
+    assert set(table.curves) == set(bench_schedules.METRICS) and len(table.params) >= 200
+    assert all(0.0 <= v <= 1.0 for curve in table.values("validation_error") for v in curve)
+
+
+def test_bench_schedules_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    assert bench_schedules.main(["--seeds", "2", "--json", str(out)]) == 0
+    figures = read_figures(out)
+    assert len(figures) == 3 and all(f.met is not None for f in figures)
+    assert bench_schedules.main(["--table", str(tmp_path / "missing.json")]) == 2
+    with pytest.raises(SystemExit):
+        bench_schedules.main(["--seeds", "0"])
