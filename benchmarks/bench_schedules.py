@@ -189,13 +189,15 @@ class SimRun:
 
 
 def schedule_for(method: str, min_resource: int, max_resource: int,
-                 reduction_factor: int) -> Schedule:
+                 reduction_factor: int, max_paused: int | None = None) -> Schedule:
     """The library's schedule of a method (``random`` and ``asha-stop`` run under
-    :class:`StopSchedule`; stopping ASHA's pruner is applied per epoch)."""
+    :class:`StopSchedule`; stopping ASHA's pruner is applied per epoch); ``max_paused`` is
+    promotion ASHA's ``checkpoint.max_paused``."""
     if method in ("random", "asha-stop"):
         return StopSchedule(max_resource)
     if method == "asha-promotion":
-        return PromotionASHA(min_resource, max_resource, reduction_factor)
+        return PromotionASHA(min_resource, max_resource, reduction_factor,
+                             max_paused=max_paused)
     if method in ("sync-sh", "sync-sh-scratch"):
         return SyncSuccessiveHalving(min_resource, max_resource, reduction_factor,
                                      resume=method == "sync-sh")
@@ -205,7 +207,8 @@ def schedule_for(method: str, min_resource: int, max_resource: int,
 def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
              min_resource: int = MIN_RESOURCE, reduction_factor: int = REDUCTION_FACTOR,
              n_trials: int | None = None, metric: str = METRIC,
-             configs: Sequence[int] | None = None, gap: float = 0.0) -> SimRun:
+             configs: Sequence[int] | None = None, gap: float = 0.0,
+             max_paused: int | None = None) -> SimRun:
     """Replay ``method`` on ``table`` for ``budget`` simulated seconds on ``slots`` slots.
 
     Trial k trains configuration ``draws[k]``, the k-th draw of ``random.Random(seed)`` over
@@ -213,7 +216,8 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
     trains ``configs[k]``; then ``n_trials`` defaults to their number). ``n_trials`` bounds the
     configurations (the schedules' tickets); ``None``: only the budget does. Ties between events
     at the same instant go to the lower slot. ``gap``: seconds every segment waits before it
-    starts (the launcher's hand-over; :data:`GAP_SECONDS`), counted as idle.
+    starts (the launcher's hand-over; :data:`GAP_SECONDS`), counted as idle. ``max_paused``:
+    promotion ASHA's bound on paused trials (``checkpoint.max_paused``).
 
     Example (the textbook round: rungs 2, 4, 8, 10 with 8, 4, 2, 1 configurations)::
 
@@ -225,7 +229,7 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
     """
     max_resource = table.max_epochs
     curves = table.values(metric)
-    schedule = schedule_for(method, min_resource, max_resource, reduction_factor)
+    schedule = schedule_for(method, min_resource, max_resource, reduction_factor, max_paused)
     levels = rung_levels(min_resource, reduction_factor, max_resource)
     draws = random.Random(seed)
     chosen: list[int] = []
@@ -532,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the curves to replay (default {METRIC})")
     parser.add_argument("--gap", type=float, default=GAP_SECONDS,
                         help=f"seconds between two segments on a slot (default {GAP_SECONDS})")
+    parser.add_argument("--max-paused", type=int, default=None,
+                        help="promotion ASHA's checkpoint.max_paused (default: no bound)")
     parser.add_argument("--table", type=Path, default=TABLE, help=f"default {TABLE}")
     parser.add_argument("--tabulate", type=int, metavar="N", default=None,
                         help="measure N configurations through the launcher into --table first")
@@ -541,6 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.slots < 1 or (args.budget is not None and args.budget <= 0):
         parser.error("--seeds, --slots and --budget must be positive")
+    if args.max_paused is not None and args.max_paused < 1:
+        parser.error("--max-paused must be >= 1")
     if args.gap < 0:
         parser.error("--gap must be >= 0 (seconds)")
     if args.tabulate is not None:
@@ -559,12 +567,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"epoch {statistics.median(table.epoch_seconds):.3f} s (median), trial start "
           f"{table.start_seconds:.3f} s + {args.gap:.3f} s between segments, checkpoint save + "
           f"load {table.checkpoint_seconds:.4f} s; {args.metric}; {args.slots} slots, "
+          f"promotion ASHA's max_paused {args.max_paused}, "
           f"{budget:.0f} simulated s per run, seeds 0..{args.seeds - 1}")
     runs: dict[tuple[str, int], SimRun] = {}
     outcomes = []
     for seed in range(args.seeds):
         mine = {m: simulate(table, m, seed, budget, args.slots, metric=args.metric,
-                            gap=args.gap) for m in METHODS}
+                            gap=args.gap, max_paused=args.max_paused) for m in METHODS}
         runs.update({(m, seed): r for m, r in mine.items()})
         outcomes.append(outcome(mine))
     print()

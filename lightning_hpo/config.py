@@ -194,12 +194,19 @@ class CheckpointSpec:
     the end of each training segment. Across machines, put ``run_dir`` on a path every machine
     reaches.
 
+    ``max_paused`` (``pruner.mode: promotion`` only): keep at most this many trials paused at a
+    rung, each with its checkpoint on disk; beyond it the least promotable end PRUNED and their
+    checkpoints are deleted. ``null`` (default): no bound, the paper's algorithm; with
+    ``n_trials`` the trials that can never be promoted are pruned anyway, but with only a
+    wall-clock budget every paused trial keeps its checkpoint until the study ends.
+
     Example::
 
-        checkpoint: {every: rung}
+        checkpoint: {every: rung, max_paused: 100}
     """
 
     every: Literal["auto", "epoch", "rung"] = "auto"
+    max_paused: int | None = None
 
 
 @dataclass(frozen=True)
@@ -480,9 +487,10 @@ def _pruner(raw: Any) -> PrunerSpec:
 def _checkpoint(raw: Any) -> CheckpointSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("every",), "checkpoint")
+    _check_keys(raw, ("every", "max_paused"), "checkpoint")
     every = _choice(raw.get("every", "auto"), "checkpoint.every", CHECKPOINT_POLICIES)
-    return CheckpointSpec(every)  # type: ignore[arg-type]
+    max_paused = _int(raw.get("max_paused"), "checkpoint.max_paused", 1, optional=True)
+    return CheckpointSpec(every, max_paused)  # type: ignore[arg-type]
 
 
 def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
@@ -642,13 +650,19 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         pruner = dataclasses.replace(pruner, max_resource=max_epochs)
     if pruner.min_resource > max_epochs:
         raise ConfigError("pruner.min_resource", f"is above max_epochs ({max_epochs})")
+    checkpoint = _checkpoint(_section(raw, "checkpoint", {}))
+    if checkpoint.max_paused is not None and pruner.mode != "promotion":
+        used = pruner.name + (f" with mode {pruner.mode}" if pruner.name in ("asha", "hyperband")
+                              else "")
+        raise ConfigError("checkpoint.max_paused", "applies to pruner mode: promotion (asha or "
+                          f"hyperband) only; the pruner is {used}")
     return Config(
         study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
         data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]
         space=space, initial=initial, sampler=sampler, seed=seed,  # type: ignore[arg-type]
         pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
         raw=copy.deepcopy(dict(raw)),
-        checkpoint=_checkpoint(_section(raw, "checkpoint", {})),
+        checkpoint=checkpoint,
         heartbeat=_heartbeat(raw.get("heartbeat"), storage),
     )
 

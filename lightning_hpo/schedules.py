@@ -675,14 +675,18 @@ class _Promotion(Schedule):
     _grouped = False  # whether a start job carries the new trial's bracket
 
     def __init__(
-        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool
+        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool,
+        max_paused: int | None = None,
     ) -> None:
         self._levels = _ladder(min_resource, max_resource, reduction_factor)
         _check_bool("minimize", minimize)
+        if max_paused is not None:
+            _check_int("max_paused", max_paused, 1)
         self.min_resource = min_resource
         self.max_resource = max_resource
         self.reduction_factor = reduction_factor
         self.minimize = minimize
+        self.max_paused = max_paused
 
     @abstractmethod
     def _bracket(self, trial_number: int, group: int | None) -> int:
@@ -695,7 +699,8 @@ class _Promotion(Schedule):
 
         With ``tickets`` bounded, paused trials that can no longer enter their rung's top
         ``floor(n / eta)`` (however the remaining trials fare) are pruned at once; at ``"done"``
-        every paused trial is.
+        every paused trial is. With ``max_paused``, the paused trials beyond it are pruned, least
+        promotable first (:meth:`_beyond_limit`).
         """
         _check_call(trials, tickets, next_number)
         ladders = self.ladders()
@@ -740,7 +745,47 @@ class _Promotion(Schedule):
                         if trial.epoch < ladders[b][-1]:
                             prune[trial.number] = (f"not promoted at rung {ladders[b][k]} when "
                                                    "the study finished")
+        elif self.max_paused is not None:
+            prune.update(self._beyond_limit(brackets, prune, job.trial))
         return _decision(job, prune)
+
+    def _beyond_limit(
+        self, brackets: list[list[TrialView]], prune: Mapping[int, str], resumed: int | None
+    ) -> dict[int, str]:
+        """The paused trials to prune so that at most ``max_paused`` wait at a rung.
+
+        Without a bound on the trials to come, any paused trial may still be promoted one day
+        (``floor(n / eta)`` grows with ``n``), so its checkpoint would be kept for ever. A trial
+        with ``above`` trials ranked above it among the ``n`` values at its rung becomes
+        promotable only once ``eta * (above + 1) - n`` more trials reach the rung below it: the
+        ones needing the most are pruned first (then the lower rung, then the newer trial).
+        Trials already pruned and the one resumed now do not count.
+        """
+        assert self.max_paused is not None
+        ladders = self.ladders()
+        eta = self.reduction_factor
+        waiting: list[tuple[int, int, int, str]] = []  # (needed, level, number, reason)
+        for b, members in enumerate(brackets):
+            levels = ladders[b]
+            for k, level in enumerate(levels[:-1]):
+                here = [t for t in members if _paused_at(t, levels, k)
+                        and t.number not in prune and t.number != resumed]
+                if not here:
+                    continue
+                values = {t.number: t.values[level] for t in members if level in t.values}
+                position = {number: i for i, number in enumerate(_ranked(values, self.minimize))}
+                for trial in here:
+                    above = position.get(trial.number, len(values))
+                    needed = max(0, eta * (above + 1) - len(values))
+                    waiting.append((needed, level, trial.number, (
+                        f"not promoted at rung {level}: {above} of {len(values)} rank above it, "
+                        f"{needed} more trials must reach the rung below it first; at most "
+                        f"{self.max_paused} paused trials are kept (max_paused)")))
+        excess = len(waiting) - self.max_paused
+        if excess <= 0:
+            return {}
+        waiting.sort(key=lambda w: (-w[0], w[1], -w[2]))
+        return {number: reason for _, _, number, reason in waiting[:excess]}
 
     def _unpromotable(
         self, brackets: list[list[TrialView]], tickets: int
@@ -795,6 +840,10 @@ class PromotionASHA(_Promotion):
             complete.
         reduction_factor: promote one in ``reduction_factor`` at each rung (``>= 2``).
         minimize: lower values are better; ``False``: higher are.
+        max_paused: keep at most this many trials paused at a rung (``>= 1``; their
+            checkpoints are on disk): beyond it the least promotable are pruned. ``None``: no
+            bound (the paper's algorithm; with only a wall-clock budget, every trial ever
+            paused keeps its checkpoint until the study ends).
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -812,9 +861,10 @@ class PromotionASHA(_Promotion):
     name = "promotion_asha"
 
     def __init__(
-        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool = True
+        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool = True,
+        max_paused: int | None = None,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, minimize)
+        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused)
 
     def ladders(self) -> list[list[int]]:
         """The one ladder."""
@@ -826,7 +876,7 @@ class PromotionASHA(_Promotion):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
                 f"{self.max_resource}, reduction_factor={self.reduction_factor}, "
-                f"minimize={self.minimize})")
+                f"minimize={self.minimize}, max_paused={self.max_paused})")
 
 
 class PromotionHyperband(_Promotion):
@@ -848,6 +898,7 @@ class PromotionHyperband(_Promotion):
         reduction_factor: promote one in ``reduction_factor`` at each rung (``>= 2``).
         minimize: lower values are better; ``False``: higher are.
         study_name: the Optuna study's name (brackets hash it with the trial number).
+        max_paused: as :class:`PromotionASHA`'s, over all brackets.
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -872,8 +923,9 @@ class PromotionHyperband(_Promotion):
         reduction_factor: int,
         minimize: bool = True,
         study_name: str = "",
+        max_paused: int | None = None,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, minimize)
+        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused)
         if not isinstance(study_name, str):
             raise ValueError(f"The value of `study_name` is {study_name!r}, but must be a str.")
         self.study_name = study_name
@@ -898,7 +950,8 @@ class PromotionHyperband(_Promotion):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
                 f"{self.max_resource}, reduction_factor={self.reduction_factor}, "
-                f"minimize={self.minimize}, study_name={self.study_name!r})")
+                f"minimize={self.minimize}, study_name={self.study_name!r}, "
+                f"max_paused={self.max_paused})")
 
 
 # --------------------------------------------------------------------------------------------

@@ -514,6 +514,14 @@ def test_simulated_promotion_asha_pauses_and_promotes_the_top_third() -> None:
     assert run.segments == 5 and run.peak_paused == 1
 
 
+def test_simulated_max_paused_bounds_promotion_asha() -> None:
+    curves = [[0.01 * c + 0.5 / e for e in range(1, 10)] for c in range(40)]
+    table = _table(curves)
+    free = bench_schedules.simulate(table, "asha-promotion", 3, 200.0, 2)
+    bounded = bench_schedules.simulate(table, "asha-promotion", 3, 200.0, 2, max_paused=3)
+    assert free.peak_paused > 10 and bounded.peak_paused == 3
+
+
 def test_simulation_cuts_at_the_budget_and_draws_the_same_configs_for_every_method() -> None:
     curves = [[0.01 * c] * 9 for c in range(50)]  # each configuration's value tells it apart
     table = _table(curves, seconds=[0.5 + 0.01 * c for c in range(50)], start=0.2,

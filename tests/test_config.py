@@ -174,6 +174,14 @@ BAD = [
     ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
     ("trainer.precision", "[16]", "trainer.precision", "wrong type"),
     ("trainer.callbacks", "[]", "trainer.callbacks", "unknown field"),
+    ("checkpoint.every", "always", "checkpoint.every", "auto, epoch, rung"),
+    ("checkpoint.max_paused", "0", "checkpoint.max_paused", "integer >= 1"),
+    ("checkpoint.max_paused", "true", "checkpoint.max_paused", "integer >= 1"),
+    ("checkpoint.max_paused", "'many'", "checkpoint.max_paused", "integer >= 1"),
+    # the default pruner is asha with mode stop: nothing pauses, nothing to bound
+    ("checkpoint.max_paused", "10", "checkpoint.max_paused",
+     "applies to pruner mode: promotion (asha or hyperband) only; the pruner is asha with mode "
+     "stop"),
 ]
 
 
@@ -186,6 +194,21 @@ def test_bad_field_is_one_named_error(path: str, value: str, field: str, words: 
     assert info.value.field == field
     assert words in info.value.message
     assert "\n" not in str(info.value)
+
+
+def test_max_paused_reaches_the_promotion_schedule() -> None:
+    from lightning_hpo.launch.scheduler import build_schedule
+
+    for name in ("asha", "hyperband"):
+        raw = dict(BASE, pruner={"name": name, "mode": "promotion", "max_resource": 9},
+                   checkpoint={"max_paused": 12})
+        cfg = parse_config(raw)
+        assert cfg.checkpoint.max_paused == 12
+        assert build_schedule(cfg).max_paused == 12  # type: ignore[attr-defined]
+    assert parse_config(BASE).checkpoint.max_paused is None
+    sync = dict(BASE, pruner={"name": "sync_sh", "max_resource": 9}, checkpoint={"max_paused": 1})
+    with pytest.raises(ConfigError, match="the pruner is sync_sh$"):
+        parse_config(sync)
 
 
 def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:

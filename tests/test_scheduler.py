@@ -118,6 +118,49 @@ def test_promotion_asha_pauses_at_rungs_and_promotes_the_best(tmp_path: Path) ->
     assert all(t.state == TrialState.COMPLETE for t in trials if t.user_attrs[ATTR.EPOCHS] == 9)
 
 
+def _most_paused_at_once(trials: list[FrozenTrial]) -> int:
+    """From the segments: how many trials waited between two segments (or between their last
+    segment and their end PRUNED) at the same instant."""
+    edges: list[tuple[float, int]] = []
+    for trial in trials:
+        segments = trial.user_attrs[ATTR.SEGMENTS]
+        ends = [s["end"] for s in segments]
+        starts = [s["start"] for s in segments[1:]]
+        if trial.state == TrialState.PRUNED and trial.datetime_complete is not None:
+            starts.append(trial.datetime_complete.timestamp())
+        for paused, resumed in zip(ends, starts, strict=False):
+            edges += [(paused, 1), (resumed, -1)]
+    most = count = 0
+    for _, step in sorted(edges, key=lambda e: (e[0], e[1])):
+        count += step
+        most = max(most, count)
+    return most
+
+
+def test_max_paused_bounds_the_paused_checkpoints_of_promotion_asha(tmp_path: Path) -> None:
+    """``checkpoint.max_paused: 1`` with 2 slots and 15 configurations: trials beyond the bound
+    end PRUNED with the reason, their checkpoints deleted; at most 1 waits at a rung, plus one
+    per slot in the instant between a pause and the next decision."""
+    config = config_file(
+        tmp_path, pruner={"name": "asha", "mode": "promotion", "min_resource": 1,
+                          "max_resource": 9, "reduction_factor": 3},
+        devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 15}, initial=[],
+        checkpoint={"max_paused": 1},
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert len(trials) == 15
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    bounded = [t for t in trials if "(max_paused)" in t.user_attrs.get(ATTR.STOP_REASON, "")]
+    assert bounded, [t.user_attrs.get(ATTR.STOP_REASON) for t in trials]
+    for trial in trials:
+        _curve_is_whole(trial)
+    assert _most_paused_at_once(trials) <= 1 + 2
+    leftovers = sorted(p.name for p in (tmp_path / "runs").rglob("resume.ckpt*"))
+    assert leftovers == [], leftovers
+
+
 def _running_worker_pid(storage: str, minimum_epoch: int) -> tuple[int, int] | None:
     """(trial number, worker pid) of a trial training with a resume checkpoint of at least
     ``minimum_epoch`` epochs written (its value at an epoch is reported before the save)."""

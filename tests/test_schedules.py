@@ -329,6 +329,8 @@ _SYNC = (SyncSuccessiveHalving, SyncHyperband)
     (lambda: PromotionASHA(1, 9, True), "reduction_factor"),  # type: ignore[arg-type]
     (lambda: PromotionHyperband(1, 9, 3, study_name=3), "study_name"),  # type: ignore[arg-type]
     (lambda: StopSchedule(0), "max_epochs"),
+    (lambda: PromotionASHA(1, 9, 3, max_paused=0), "max_paused"),
+    (lambda: PromotionHyperband(1, 9, 3, max_paused=True), "max_paused"),  # type: ignore[arg-type]
     (lambda: sync_plan(1, 9, 3, configs=-1), "configs"),
     (lambda: hyperband_rounds(1, 9, 3, prefact=0), "prefact"),
     (lambda: promotable({}, (), 1, True), "reduction_factor"),
@@ -748,6 +750,59 @@ def test_bounded_disk_rule(tickets: int, others: list[tuple[str, int, float | No
                                                               next_number=20)
     assert set(decision.prune) == pruned
     assert 1 not in decision.prune  # second best of at least 4: always goes on
+
+
+def test_max_paused_prunes_the_trials_needing_the_most_newcomers() -> None:
+    # rung 1 of 1, 3, 9 (eta 3): trial n has value 0.1 * n, six values: the top 2 go on.
+    trials = [TrialView(n, "paused", 1, {1: 0.1 * n}) for n in range(6)]
+    decision = PromotionASHA(1, 9, 3, max_paused=2).decide(trials, tickets=None, next_number=6)
+    assert decision.job == Job("resume", trial=0, to_epoch=3)  # the promotion comes first
+    # trial k needs 3 * (k + 1) - 6 more trials below it: 0 (trial 1), 3, 6, 9, 12 (trial 5);
+    # five wait beside the resumed one, two may: the three needing the most go
+    assert decision.prune == (3, 4, 5)
+    assert decision.reasons[5] == (
+        "not promoted at rung 1: 5 of 6 rank above it, 12 more trials must reach the rung below "
+        "it first; at most 2 paused trials are kept (max_paused)")
+    unbounded = PromotionASHA(1, 9, 3).decide(trials, tickets=None, next_number=6)
+    assert unbounded.job == decision.job and unbounded.prune == ()
+    # equal need: the lower rung goes first; then the newer trial
+    two_rungs = [TrialView(0, "paused", 3, {1: 0.1, 3: 0.1}), TrialView(1, "paused", 1, {1: 0.5}),
+                 TrialView(2, "paused", 1, {1: 0.6})]
+    # rung 3: trial 0 alone, needs 3 * 1 - 1 = 2; rung 1: trials 1, 2 rank 2nd, 3rd of 3 and
+    # need 3 and 6: trial 2 goes first, then trial 1
+    schedule = PromotionASHA(1, 9, 3, max_paused=1)
+    assert schedule.decide(two_rungs, tickets=None, next_number=3).prune == (1, 2)
+    tied = [TrialView(0, "paused", 3, {1: 0.1, 3: 0.1}), TrialView(1, "paused", 1, {1: 0.5}),
+            TrialView(2, "paused", 1, {1: 0.1})]  # rung 1: 0 and 2 tie (0 first), 1 is 3rd
+    assert PromotionASHA(1, 9, 3, max_paused=2).decide(
+        tied, tickets=None, next_number=3).prune == (1,)
+    assert "max_paused=1" in repr(schedule)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("max_paused", [1, 4])
+def test_max_paused_bounds_what_waits_at_the_rungs(seed: int, max_paused: int) -> None:
+    rng = random.Random(seed)
+    eta = rng.choice([2, 3])
+    schedule: Schedule = (PromotionASHA(1, 27, eta, max_paused=max_paused) if seed % 2 else
+                          PromotionHyperband(1, 27, eta, study_name=f"s{seed}",
+                                             max_paused=max_paused))
+
+    def check(sim: _Sim, decision: Decision) -> None:
+        # (not _check_promotion: under a tight bound even a promotable trial may be pruned)
+        if decision.job.kind == "done":
+            return
+        waiting = {t.number for t in sim.trials.values()
+                   if t.state == "paused" and t.target is None}
+        waiting -= set(decision.prune) | {decision.job.trial}
+        assert len(waiting) <= max_paused
+
+    sim = _Sim(schedule, _values(seed), workers=rng.choice([1, 3, 5]), tickets=80,
+               duration=_duration(seed), check=check).run()
+    assert any("(max_paused)" in why for why in sim.pruned_by.values())
+    assert {t.state for t in sim.trials.values()} <= {"complete", "pruned"}
+    assert any(t.state == "complete" for t in sim.trials.values())
+    _check_promotion_histories(sim)
 
 
 def test_promotion_wait_and_done() -> None:

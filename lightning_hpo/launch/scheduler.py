@@ -92,10 +92,12 @@ def build_schedule(cfg: Config) -> schedules.Schedule:
             p.min_resource, top, p.reduction_factor, p.prefact, p.resume, minimize=minimize
         )
     if p.mode == "promotion" and p.name == "asha":
-        return schedules.PromotionASHA(p.min_resource, top, p.reduction_factor, minimize=minimize)
+        return schedules.PromotionASHA(p.min_resource, top, p.reduction_factor, minimize=minimize,
+                                       max_paused=cfg.checkpoint.max_paused)
     if p.mode == "promotion" and p.name == "hyperband":
         return schedules.PromotionHyperband(
-            p.min_resource, top, p.reduction_factor, minimize=minimize, study_name=cfg.study
+            p.min_resource, top, p.reduction_factor, minimize=minimize, study_name=cfg.study,
+            max_paused=cfg.checkpoint.max_paused,
         )
     return schedules.StopSchedule(cfg.max_epochs)
 
