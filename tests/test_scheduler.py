@@ -116,6 +116,7 @@ def test_promotion_asha_pauses_at_rungs_and_promotes_the_best(tmp_path: Path) ->
     at = Counter(t.user_attrs[ATTR.EPOCHS] for t in trials)
     assert at[9] >= 1 and at[3] + at[9] <= 3 + 1, at
     assert all(t.state == TrialState.COMPLETE for t in trials if t.user_attrs[ATTR.EPOCHS] == 9)
+    _pruned_by_the_schedule(study_of(str(tmp_path / "t.journal")))
 
 
 def _most_paused_at_once(trials: list[FrozenTrial]) -> int:
@@ -157,8 +158,21 @@ def test_max_paused_bounds_the_paused_checkpoints_of_promotion_asha(tmp_path: Pa
     for trial in trials:
         _curve_is_whole(trial)
     assert _most_paused_at_once(trials) <= 1 + 2
+    _pruned_by_the_schedule(study_of(str(tmp_path / "t.journal")))
     leftovers = sorted(p.name for p in (tmp_path / "runs").rglob("resume.ckpt*"))
     assert leftovers == [], leftovers
+
+
+def _pruned_by_the_schedule(study: optuna.Study) -> None:
+    """Every PRUNED trial is shown as stopped by the schedule at its rung, not by the budget."""
+    from lightning_hpo.report import trials_frame
+
+    frame = trials_frame(study)
+    pruned = frame[frame["state"] == "PRUNED"]
+    assert len(pruned) and set(pruned["stopped_by"]) == {"pruner"}, pruned[
+        ["trial", "stopped_by", "stop_reason"]].to_string()
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)):
+        assert trial.user_attrs[ATTR.PRUNED_AT_EPOCH] == trial.user_attrs[ATTR.EPOCHS]
 
 
 def _running_worker_pid(storage: str, minimum_epoch: int) -> tuple[int, int] | None:

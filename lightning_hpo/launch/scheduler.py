@@ -260,9 +260,16 @@ class Scheduler:
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]
 
     def _prune(self, frozen: FrozenTrial, reason: str) -> None:
-        """End a paused trial that can no longer be promoted, and delete its checkpoint."""
+        """End a paused trial that can no longer be promoted, and delete its checkpoint.
+
+        The schedule decided, not the study's budget: like the pruner, it records the epoch the
+        trial stopped at (``pruned_at_epoch``), which reports and the status read that way.
+        """
         paused = frozen.user_attrs.get(ATTR.PAUSED) or {}
-        storage_of(self.study).set_trial_user_attr(trial_id_of(frozen), ATTR.PAUSED, None)
+        storage, trial_id = storage_of(self.study), trial_id_of(frozen)
+        if isinstance(paused.get("epoch"), int):
+            storage.set_trial_user_attr(trial_id, ATTR.PRUNED_AT_EPOCH, paused["epoch"])
+        storage.set_trial_user_attr(trial_id, ATTR.PAUSED, None)
         if end_trial(self.study, frozen.number, TrialState.PRUNED, reason=reason):
             _remove(paused.get("checkpoint"))
             resume_point = frozen.user_attrs.get(ATTR.RESUME_POINT)
