@@ -14,3 +14,19 @@ class ExplodingLeNet(LeNet):
         if self.hparams.lr > 0.1:
             raise RuntimeError(f"boom at lr={self.hparams.lr:.3f}")
         return super().training_step(batch, batch_idx)
+
+
+class DiesAfterItsLastCheckpoint(LeNet):
+    """Each trial's worker is killed (SIGKILL) once, at the end of its first ``fit``: after
+    the segment's last resume checkpoint is written, before the study is told how it ended.
+    A marker file beside the trial's checkpoints makes the second attempt live."""
+
+    def on_train_end(self) -> None:
+        import os
+        import signal
+        from pathlib import Path
+
+        marker = Path(self.trainer.default_root_dir) / "died-once"
+        if not marker.exists():
+            marker.touch()
+            os.kill(os.getpid(), signal.SIGKILL)

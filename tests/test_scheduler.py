@@ -221,6 +221,42 @@ def test_a_worker_killed_mid_trial_resumes_from_its_checkpoint_on_another_slot(
     assert trial.user_attrs[ATTR.EPOCHS_TRAINED] <= 8 + 1  # at most the epoch in flight again
 
 
+@pytest.mark.parametrize(
+    ("pruner", "n_trials"),
+    [("none", 2), ({"name": "asha", "mode": "promotion", "min_resource": 1, "max_resource": 3,
+                    "reduction_factor": 3}, 3)],
+    ids=["to-max-epochs", "promotion-rung"],
+)
+def test_a_worker_killed_after_its_last_checkpoint_loses_nothing(
+    tmp_path: Path, pruner: Any, n_trials: int
+) -> None:
+    """kill -9 after a segment's last checkpoint is written but before the study is told: the
+    resumed segment has nothing left to train; it ends as the segment would have (COMPLETE, or
+    paused at its rung), with the value reported at that epoch, and trains no epoch twice."""
+    storage = str(tmp_path / "t.journal")
+    config = config_file(
+        tmp_path, model={"name": "_launch_models:DiesAfterItsLastCheckpoint"}, pruner=pruner,
+        trainer={"max_epochs": 3, "limit_train_batches": 2, "limit_val_batches": 1},
+        devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": n_trials},
+        checkpoint={"every": "epoch"},
+    )
+    out = finish(popen(str(config), "--quiet", cwd=tmp_path))
+    trials = study_of(storage).get_trials(deepcopy=False)
+    assert len(trials) == n_trials
+    assert not [t for t in trials if t.state == TrialState.FAIL], [
+        t.user_attrs.get(ATTR.FAIL_REASON) for t in trials] + [out[-3000:]]
+    assert any(t.state == TrialState.COMPLETE for t in trials)
+    for trial in trials:
+        _curve_is_whole(trial)
+        attempts = trial.user_attrs[ATTR.ATTEMPTS]
+        assert len(attempts) == 1 and "was killed by SIGKILL" in attempts[0], attempts
+        assert trial.user_attrs[ATTR.EPOCHS_TRAINED] == trial.user_attrs[ATTR.EPOCHS]
+        if trial.state == TrialState.COMPLETE:
+            assert trial.value == trial.intermediate_values[3]
+        hows = [s["how"] for s in trial.user_attrs[ATTR.SEGMENTS]]
+        assert hows[0] == "crashed", hows
+
+
 def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: Path) -> None:
     """stop.max_retries: 0 keeps today's behaviour: a killed worker's trial ends FAIL."""
     storage = str(tmp_path / "t.journal")

@@ -376,16 +376,20 @@ def close_segment_of(
     study: optuna.Study, number: int, segment: dict[str, Any], *, only_open: bool = False
 ) -> None:
     """Record the segment of trial ``number`` whose worker died or was killed as ended (it
-    replaces the open entry; ``only_open``: nothing is written when there is none)."""
+    replaces the open entry; ``only_open``: nothing is written when there is none), and count
+    the epochs it reported (``segment["to_epoch"] - segment["from_epoch"]``) as trained."""
     frozen = study.get_trials(deepcopy=False)[number]
     if frozen.state == TrialState.RUNNING:
         segments = list(frozen.user_attrs.get(ATTR.SEGMENTS) or [])
         if only_open and not (segments and isinstance(segments[-1], dict)
                               and segments[-1].get("end") is None):
             return
-        storage_of(study).set_trial_user_attr(
-            trial_id_of(frozen), ATTR.SEGMENTS, _closed(segments, segment)
-        )
+        storage, trial_id = storage_of(study), trial_id_of(frozen)
+        storage.set_trial_user_attr(trial_id, ATTR.SEGMENTS, _closed(segments, segment))
+        trained = max(0, int(segment["to_epoch"]) - int(segment["from_epoch"]))
+        if trained:
+            before = _int_or_none(frozen.user_attrs.get(ATTR.EPOCHS_TRAINED)) or 0
+            storage.set_trial_user_attr(trial_id, ATTR.EPOCHS_TRAINED, before + trained)
 
 
 def _closed(segments: list[Any], segment: dict[str, Any]) -> list[Any]:

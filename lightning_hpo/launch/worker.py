@@ -128,6 +128,7 @@ class _Progress(L.Callback):
         self.from_epoch = 0  # epochs in the checkpoint this segment started from
         self.prior_times: list[float] = []  # the trial's epoch end times before this segment
         self.known: list[float] | None = None  # all of them, when it resumes from a checkpoint
+        self.trained = False  # this fit reached its training loop (not all done in the checkpoint)
 
     def all_epoch_end_times(self) -> list[float]:
         """One end time per epoch of the trial, across its segments: an epoch trained again
@@ -148,6 +149,7 @@ class _Progress(L.Callback):
             self._events.emit("fit_start", trial=self._trial, params=self.params)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.trained = True
         # The checkpoint is the truth: a worker that died between writing it and recording
         # its resume point leaves a study one epoch behind the file Lightning just restored.
         if self.known is not None and trainer.current_epoch != self.from_epoch:
@@ -194,6 +196,15 @@ class _BudgetStop(Exception):
     """The study's budget stopped the trial: it pauses with what it reported."""
 
 
+class _AlreadyTrained(Exception):
+    """The checkpoint a segment resumed from already held ``epochs >=`` its target: the
+    worker that wrote it died before the study was told how the segment ended."""
+
+    def __init__(self, epochs: int) -> None:
+        super().__init__(f"the checkpoint already holds {epochs} epochs")
+        self.epochs = epochs
+
+
 class _CheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint writer, with errors that name the checkpoint file and no
     truncated file left where the write failed (trial folders are local)."""
@@ -232,6 +243,7 @@ def train(
         optuna.TrialPruned: the pruner stopped it.
         _BudgetStop: the study's budget stopped it (``progress.checkpoint`` holds its best
             checkpoint so far).
+        _AlreadyTrained: the checkpoint held every epoch of the segment; nothing was trained.
         CheckpointWriteError: a checkpoint could not be written.
     """
     params = progress.params = suggest(trial, cfg.space)
@@ -277,6 +289,8 @@ def train(
         trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint, weights_only=True)
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
+    if segment.checkpoint is not None and not progress.trained:
+        raise _AlreadyTrained(trainer.current_epoch)
     pruning.raise_if_pruned()
     if progress.budget_stop is not None:
         raise _BudgetStop(progress.budget_stop)
@@ -399,8 +413,12 @@ def _run_segment(
     progress.known = known if job.checkpoint is not None else None
     heartbeat = _Heartbeat(study, trial, cfg.heartbeat.interval) if cfg.heartbeat else None
     try:
-        value, checkpoint = train(shared, cfg, spec, progress,
-                                  Segment(job.to_epoch, job.checkpoint))
+        try:
+            value, checkpoint = train(shared, cfg, spec, progress,
+                                      Segment(job.to_epoch, job.checkpoint))
+        except _AlreadyTrained as done:  # its last worker died after the segment's last save
+            value, checkpoint = _reported(study, trial, done.epochs), progress.checkpoint
+            progress.from_epoch, progress.prior_times = done.epochs, known[: done.epochs]
         trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
         if job.to_epoch < cfg.max_epochs:
             state, how, reason = None, "paused", f"rung {job.to_epoch}"
@@ -470,6 +488,19 @@ class _Heartbeat:
     def stop(self) -> None:
         self._done.set()
         self._thread.join(timeout=5)
+
+
+def _reported(study: optuna.Study, trial: optuna.Trial, epoch: int) -> float:
+    """The value the trial reported at ``epoch`` (its checkpoint is written after the report).
+
+    Raises:
+        RuntimeError: it reported none there.
+    """
+    values = storage_of(study).get_trial(trial_id_of(trial)).intermediate_values
+    if epoch not in values:
+        raise RuntimeError(f"its checkpoint holds {epoch} epochs but no value was reported at "
+                           f"epoch {epoch}")
+    return values[epoch]
 
 
 def _unreadable(path: str) -> str | None:
