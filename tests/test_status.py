@@ -145,6 +145,26 @@ def test_lines_mode_prints_each_pause_and_the_end() -> None:
     assert "[slot 1 cpu:1, 4.0 s]" in printed[2]
 
 
+def test_a_paused_trial_the_schedule_ends_prints_pruned_with_its_last_value() -> None:
+    """A trial paused at a rung that is not promoted ends PRUNED while its row shows PAUSED:
+    the row takes the trial's state and reason, and shows its last value (as a trial the
+    pruner stopped does), not '-'."""
+    sup = _supervisor(20)
+    sup.study.add_trial(optuna.trial.create_trial(
+        state=TrialState.PRUNED, params={"lr": 0.1},
+        distributions={"lr": FloatDistribution(0.01, 1.0, log=True)},
+        user_attrs={ATTR.STOP_REASON: "not promoted at rung 3"}, intermediate_values={3: 0.15}))
+    now = time.time()
+    sup.rows = {0: TrialRow(0, 1, "cpu:1", state="PAUSED", epochs=3, last=0.15,
+                            params={"lr": 0.1}, started=now - 4, ended=now)}
+    sup._refresh_paused_rows()
+    console = Console(file=io.StringIO(), width=200, highlight=False, markup=False)
+    Display(sup.cfg, "lines", console).update(sup)
+    (line,) = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert "PRUNED   epochs   3  validation_error 0.1500" in line, line
+    assert "(not promoted at rung 3)" in line, line
+
+
 def _study_with_pauses(best: str) -> optuna.Study:
     """A study as the scheduler leaves it: COMPLETE, not promoted (PRUNED with its pause left
     behind and a stop reason), paused, running, waiting; ``best`` reported the best value."""

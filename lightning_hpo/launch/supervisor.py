@@ -183,6 +183,8 @@ class Supervisor:
             if trial.state.is_finished():
                 row.state = trial.state.name
                 row.reason = trial.user_attrs.get(ATTR.STOP_REASON) or row.reason
+                if row.value is None:  # as for a trial the pruner stopped: its last value
+                    row.value = row.last
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         name = signal.Signals(signum).name
