@@ -87,7 +87,7 @@ PAUSED_KEYS = ("epoch", "checkpoint", "since", "target", "why")
 #: ``"pruned"``, ``"interrupted"``, ``"crashed"``, ``"failed"``). A segment is listed when it
 #: starts, open (``end`` and ``to_epoch`` None, ``how`` ``"running"``), and that entry is
 #: replaced by the closed one when it ends; an open entry whose worker died unseen (its
-#: launcher killed) stays open.
+#: launcher killed with it) is closed as ``"crashed"`` when a launcher hands the trial back.
 SEGMENT_KEYS = ("slot", "device", "start", "end", "from_epoch", "to_epoch", "how")
 
 

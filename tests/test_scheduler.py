@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections import Counter
@@ -276,12 +277,24 @@ def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: P
     assert "was killed by SIGKILL" in trial.user_attrs["fail_reason"]
 
 
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.parametrize("with_workers", [False, True], ids=["launcher-alone", "with-workers"])
 def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
-    tmp_path: Path,
+    tmp_path: Path, with_workers: bool
 ) -> None:
     """kill -9 of the launcher in the middle of a sync_sh round (some trials paused at rung 2,
-    some training), then the same command again: the round continues, nothing is lost or
-    trained twice, and it ends as an uninterrupted round does."""
+    some training), alone or with its workers (a machine lost), then the same command again:
+    the round continues, nothing is lost or trained twice, every segment is closed, and it
+    ends as an uninterrupted round does."""
     storage = str(tmp_path / "t.journal")
     config = config_file(
         tmp_path, pruner=SYNC, devices={"accelerator": "cpu", "count": 2},
@@ -295,7 +308,11 @@ def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
         return sum(isinstance(t.user_attrs.get(ATTR.PAUSED), dict) for t in trials) >= 3
 
     wait_for(some_paused, timeout=240, what="3 paused trials")
-    os.kill(process.pid, signal.SIGKILL)  # the launcher alone; its workers notice and pause
+    workers = _children(process.pid) if with_workers else []
+    os.kill(process.pid, signal.SIGKILL)  # alone, its workers notice and pause
+    for pid in workers:  # with them, their trials' segments are left open in the study
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     process.communicate(timeout=60)
     time.sleep(3)
     result = launch(str(config), cwd=tmp_path)
@@ -309,8 +326,12 @@ def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
     assert stopped_at == {2: 4, 4: 2, 8: 1}, stopped_at
     for trial in trials:
         _curve_is_whole(trial)
-    # Work lost to the kill is at most the epochs in flight on the 2 slots.
-    assert sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) <= 34 + 2 * 2
+        segments = trial.user_attrs[ATTR.SEGMENTS]
+        assert all(s["end"] is not None and s["to_epoch"] is not None for s in segments), segments
+        assert trial.user_attrs[ATTR.EPOCHS_TRAINED] == sum(
+            s["to_epoch"] - s["from_epoch"] for s in segments), segments
+    # Every epoch trained is counted; work lost to the kill is at most the epochs in flight.
+    assert 34 <= sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) <= 34 + 2 * 2
 
 
 def test_two_launchers_share_one_sync_round_on_postgresql(
@@ -644,3 +665,59 @@ def test_a_damaged_checkpoint_is_retrained_from_scratch_not_failed(tmp_path: Pat
     assert first.user_attrs[ATTR.EPOCHS_TRAINED] == 2
     log = "".join(p.read_text() for p in (tmp_path / "runs" / "t" / "workers").glob("*.log"))
     assert "cannot be read" in log and "retrains from scratch" in log
+
+
+def _dead_pid() -> int:
+    """The pid of a process of this host that has exited."""
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def _small_sync_study(tmp_path: Path) -> tuple[str, Path, Any, optuna.Study]:
+    """sync_sh r 1..2, eta 2, 2 configurations: storage, config file, config, opened study."""
+    storage = str(tmp_path / "t.journal")
+    config = config_file(tmp_path, storage=storage, initial=[], stop={"n_trials": 2},
+                         pruner={"name": "sync_sh", "min_resource": 1, "max_resource": 2,
+                                 "reduction_factor": 2})
+    cfg = parse_config(yaml.safe_load(config.read_text()))
+    study, _ = open_study(cfg, open_storage(storage))
+    return storage, config, cfg, study
+
+
+def test_a_claim_whose_worker_died_before_it_trained_is_handed_back_when_run_again(
+    tmp_path: Path,
+) -> None:
+    """A worker that claimed a trial and died before writing anything else (the launcher
+    killed with it) leaves the trial RUNNING with only its owner token: the next launcher on
+    this host hands it back and the round ends, instead of waiting for it forever."""
+    storage, config, cfg, study = _small_sync_study(tmp_path)
+    job = Scheduler(study, cfg).next(f"{socket.gethostname()}:{_dead_pid()}:0")
+    assert isinstance(job, Assignment)
+    result = launch(str(config), "--quiet", cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(storage).get_trials(deepcopy=False)
+    assert _ends(trials) == {("COMPLETE", 2): 1, ("PRUNED", 1): 1}, _ends(trials)
+    attempts = trials[job.trial.number].user_attrs[ATTR.ATTEMPTS]
+    assert len(attempts) == 1 and "stopped before" in attempts[0], attempts
+
+
+def test_a_claim_of_a_worker_that_died_before_it_told_the_launcher_is_handed_back(
+    tmp_path: Path,
+) -> None:
+    """The live launcher's side: a worker of its own died between its claim and its first
+    event, so the supervisor does not know the trial; the trials that worker owned are
+    handed back all the same."""
+    from lightning_hpo.launch.scheduler import hand_back_owned
+
+    storage, _, cfg, study = _small_sync_study(tmp_path)
+    host, pid = socket.gethostname(), _dead_pid()
+    mine = Scheduler(study, cfg).next(f"{host}:{pid}:3")
+    other = Scheduler(study, cfg).next(f"{host}:{pid + 1}:0")  # another worker's: left alone
+    assert isinstance(mine, Assignment) and isinstance(other, Assignment)
+    handed = hand_back_owned(study, cfg, host, pid, "worker for slot 0 (pid 1) was killed")
+    assert handed == {mine.trial.number: "resumable"}
+    trials = study_of(storage).get_trials(deepcopy=False)
+    assert trials[mine.trial.number].user_attrs[ATTR.PAUSED]["target"] == 1
+    assert trials[other.trial.number].user_attrs.get(ATTR.PAUSED) is None
+    assert hand_back_owned(study, cfg, host, pid, "again") == {}  # once

@@ -64,9 +64,11 @@ __all__ = [
     "close_segment",
     "close_segment_of",
     "crashed",
+    "hand_back_owned",
     "interrupt",
     "is_paused",
     "open_segment",
+    "owner_of",
     "trial_view",
 ]
 
@@ -229,12 +231,12 @@ class Scheduler:
         trial = self._claim()
         if trial is None:
             return None
+        self._mark(trial, to_epoch, owner)
         if group is not None:
             if self.cfg.pruner.name.startswith("sync_"):
                 trial.set_user_attr(ATTR.ROUND, group)
             else:
                 self._storage.set_trial_system_attr(trial_id_of(trial), BRACKET_ATTR, group)
-        self._mark(trial, to_epoch, owner)
         return Assignment(trial, to_epoch, None, 0, owner, resumed=False)
 
     def _resume(
@@ -248,13 +250,14 @@ class Scheduler:
             checkpoint = None
         from_epoch = int(paused.get("epoch") or 0) if checkpoint is not None else 0
         trial = live_trial(self.study, frozen.number)
+        self._mark(trial, to_epoch, owner)  # the new owner before it is no longer paused
         trial.set_user_attr(ATTR.PAUSED, None)
-        self._mark(trial, to_epoch, owner)
         return Assignment(trial, to_epoch, checkpoint, from_epoch, owner, resumed=True)
 
     def _mark(self, trial: optuna.Trial, to_epoch: int, owner: str) -> None:
-        trial.set_user_attr(ATTR.TARGET, to_epoch)
+        # The owner first: from the claim on, a worker that dies is known by it (owner_of).
         trial.set_user_attr(ATTR.OWNER, owner)
+        trial.set_user_attr(ATTR.TARGET, to_epoch)
         if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
             # pause: beat now, or another launcher takes it for lost before its worker's first
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]
@@ -330,17 +333,27 @@ def interrupt(study: optuna.Study, number: int, why: str, max_epochs: int) -> bo
     return True
 
 
-def crashed(study: optuna.Study, number: int, reason: str, cfg: Config) -> Literal[
-    "resumable", "failed", "ended"
-]:
+def crashed(
+    study: optuna.Study, number: int, reason: str, cfg: Config, owner: str | None = None
+) -> Literal["resumable", "failed", "ended"]:
     """A trial whose worker died: paused for resume from its last checkpoint while
     ``stop.max_retries`` allows, else ended FAIL with every attempt's reason.
 
-    Returns ``"resumable"``, ``"failed"``, or ``"ended"`` when it had finished or was paused.
+    ``owner``: the dead worker's token (:data:`ATTR.OWNER`); when the trial holds another one
+    now, another worker has taken it meanwhile and it is left alone.
+
+    Returns ``"resumable"``, ``"failed"``, or ``"ended"`` when it had finished, was paused or
+    has another owner.
     """
     frozen = study.get_trials(deepcopy=False)[number]
     if frozen.state != TrialState.RUNNING or is_paused(frozen):
         return "ended"
+    if owner is not None and frozen.user_attrs.get(ATTR.OWNER) != owner:
+        return "ended"
+    lost = _lost_segment(frozen)
+    if lost is not None:  # its launcher died with it, unseen: close it from the study's records
+        close_segment_of(study, number, lost, only_open=True)
+        frozen = study.get_trials(deepcopy=False)[number]
     attempts = [str(a) for a in frozen.user_attrs.get(ATTR.ATTEMPTS) or []] + [reason]
     storage = storage_of(study)
     storage.set_trial_user_attr(trial_id_of(frozen), ATTR.ATTEMPTS, attempts)
@@ -358,6 +371,41 @@ def crashed(study: optuna.Study, number: int, reason: str, cfg: Config) -> Liter
            why=f"{reason}; resumed from epoch {epoch} (retry {len(attempts)} of "
                f"{cfg.stop.max_retries})")
     return "resumable"
+
+
+def owner_of(trial: FrozenTrial) -> tuple[str, int] | None:
+    """``(host, worker pid)`` of the worker that holds a RUNNING trial's segment, from its
+    :data:`ATTR.OWNER` token ``"host:pid:n"`` (written first, right after the claim); None
+    when it has no such token.
+
+    Example::
+
+        >>> from optuna.trial import create_trial
+        >>> owner_of(create_trial(state=TrialState.RUNNING, user_attrs={ATTR.OWNER: "vm:42:3"}))
+        ('vm', 42)
+    """
+    token = trial.user_attrs.get(ATTR.OWNER)
+    parts = token.rsplit(":", 2) if isinstance(token, str) else []
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
+
+
+def hand_back_owned(
+    study: optuna.Study, cfg: Config, host: str, pid: int, reason: str
+) -> dict[int, str]:
+    """Hand back (:func:`crashed`) every RUNNING trial, not paused, whose segment the dead
+    worker ``pid`` on ``host`` held: also one it claimed but died before telling anyone of.
+    Returns ``{number: "resumable" | "failed"}``."""
+    outcome: dict[int, str] = {}
+    for frozen in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if is_paused(frozen) or owner_of(frozen) != (host, pid):
+            continue
+        result = crashed(study, frozen.number, reason, cfg,
+                         owner=frozen.user_attrs.get(ATTR.OWNER))
+        if result != "ended":
+            outcome[frozen.number] = result
+    return outcome
 
 
 def open_segment(trial: Any, segment: dict[str, Any]) -> None:
@@ -390,6 +438,39 @@ def close_segment_of(
         if trained:
             before = _int_or_none(frozen.user_attrs.get(ATTR.EPOCHS_TRAINED)) or 0
             storage.set_trial_user_attr(trial_id, ATTR.EPOCHS_TRAINED, before + trained)
+
+
+def _lost_segment(frozen: FrozenTrial) -> dict[str, Any] | None:
+    """The trial's open last segment closed as ``"crashed"`` from what the study recorded, or
+    None when it has none open.
+
+    Its worker wrote an end time per epoch (:data:`ATTR.EPOCH_END_TIMES`): the segment reached
+    the last epoch that ended after it started, and ended then; without one, it trained
+    nothing. (A retrain from scratch keeps the first end times of the epochs it trains again:
+    a segment lost before it passed them counts none of them.)
+
+    Example::
+
+        >>> from optuna.trial import create_trial
+        >>> trial = create_trial(state=TrialState.RUNNING, user_attrs={
+        ...     ATTR.SEGMENTS: [{"start": 10.0, "end": None, "from_epoch": 2, "to_epoch": None}],
+        ...     ATTR.EPOCH_END_TIMES: [4.0, 8.0, 12.0, 14.0]})
+        >>> segment = _lost_segment(trial)
+        >>> segment["from_epoch"], segment["to_epoch"], segment["end"], segment["how"]
+        (2, 4, 14.0, 'crashed')
+    """
+    segments = frozen.user_attrs.get(ATTR.SEGMENTS) or []
+    last = segments[-1] if segments else None
+    if not isinstance(last, dict) or last.get("end") is not None:
+        return None
+    start = last.get("start")
+    from_epoch = _int_or_none(last.get("from_epoch")) or 0
+    times = frozen.user_attrs.get(ATTR.EPOCH_END_TIMES) or []
+    after = [epoch for epoch, end in enumerate(times, 1)
+             if isinstance(end, int | float) and isinstance(start, int | float) and end >= start]
+    to_epoch = max([from_epoch, *after])
+    end = times[max(after) - 1] if after else start
+    return {**last, "end": end, "to_epoch": to_epoch, "how": "crashed"}
 
 
 def _closed(segments: list[Any], segment: dict[str, Any]) -> list[Any]:

@@ -345,25 +345,36 @@ def _pid_alive(pid: int) -> bool:
 
 
 def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
-    """Hand back the RUNNING trials of this host whose launcher process is gone.
+    """Hand back the RUNNING trials whose worker on this host is gone.
 
+    A trial's worker is known by its owner token (:func:`~lightning_hpo.launch.scheduler.
+    owner_of`, written right after the claim), in a study without tokens by its launcher's pid.
     Each is resumed from its last checkpoint by the scheduler while ``stop.max_retries`` allows,
     else ends FAIL with every attempt's reason (:func:`~lightning_hpo.launch.scheduler.crashed`).
     Paused trials are left as they are (the scheduler resumes them); trials of other hosts too:
     their launchers may be alive. Returns ``{number: "resumable" | "failed"}``.
     """
-    from lightning_hpo.launch.scheduler import crashed, is_paused
+    from lightning_hpo.launch.scheduler import crashed, is_paused, owner_of
 
     host = socket.gethostname()
     outcome: dict[int, str] = {}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        attrs: dict[str, Any] = trial.user_attrs
-        pid = attrs.get(ATTR.LAUNCHER_PID)
-        if (is_paused(trial) or attrs.get(ATTR.HOST) != host or not isinstance(pid, int)
-                or _pid_alive(pid)):
+        if is_paused(trial):
             continue
-        reason = f"launcher (pid {pid}) on {host} stopped while the trial ran"
-        result = crashed(study, trial.number, reason, cfg)
+        attrs: dict[str, Any] = trial.user_attrs
+        owner = owner_of(trial)
+        launcher = attrs.get(ATTR.LAUNCHER_PID) if attrs.get(ATTR.HOST) == host else None
+        if owner is not None:
+            if owner[0] != host or _pid_alive(owner[1]):
+                continue
+        elif not isinstance(launcher, int) or _pid_alive(launcher):
+            continue
+        if isinstance(launcher, int) and not _pid_alive(launcher):
+            reason = f"launcher (pid {launcher}) on {host} stopped while the trial ran"
+        else:
+            reason = f"its worker (pid {owner[1] if owner else '?'}) on {host} stopped before "
+            reason += "its launcher learnt of the trial"
+        result = crashed(study, trial.number, reason, cfg, owner=attrs.get(ATTR.OWNER))
         if result != "ended":
             outcome[trial.number] = result
     return outcome

@@ -30,6 +30,7 @@ import logging
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -50,7 +51,7 @@ from lightning_hpo.launch.protocol import (
     StopOrder,
     WorkerSpec,
 )
-from lightning_hpo.launch.scheduler import close_segment_of, crashed, interrupt
+from lightning_hpo.launch.scheduler import close_segment_of, crashed, hand_back_owned, interrupt
 from lightning_hpo.schema import ATTR, device_label
 
 __all__ = ["Supervisor", "TrialRow"]
@@ -326,6 +327,9 @@ class Supervisor:
             reason = f"worker for slot {index} (pid {worker.process.pid}) {how}"
             if worker.trial is not None:
                 self._crashed(worker, reason)
+            # and any trial it claimed before it could tell (owner token written, no event)
+            self._failed += sum(outcome == "failed" for outcome in hand_back_owned(
+                self.study, self.cfg, socket.gethostname(), worker.process.pid, reason).values())
             worker.deaths_in_a_row += 1
             if self.stop_reason is not None:
                 continue
