@@ -125,7 +125,9 @@ def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -
     killed = trials[victim.number]
     assert killed.state == TrialState.FAIL
     assert "was killed by SIGKILL" in killed.user_attrs["fail_reason"]
-    assert len({t.user_attrs["pid"] for t in trials if "pid" in t.user_attrs}) >= 3
+    # The slot was restarted (whether its new worker got a trial before the other slot took the
+    # rest depends on the machine's speed).
+    assert "was killed by SIGKILL; restarting the slot" in out, out[-3000:]
 
 
 def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> None:
