@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import lightning.pytorch as pl
+import torch
 
 from lightning_hpo.data import DigitsDataModule
 from lightning_hpo.models import LeNet
@@ -53,6 +54,10 @@ def main(out_dir: Path, epochs: int) -> None:
     (out_dir / f"rank{trainer.global_rank}.json").write_text(
         json.dumps({**result, "epochs": record.epochs})
     )
+    # Leave the process group before the interpreter exits, as PyTorch asks: torch 2.14's gloo
+    # otherwise aborts now and then at exit ("terminate called without an active exception").
+    if torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":

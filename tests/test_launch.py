@@ -198,7 +198,9 @@ def test_the_wall_clock_budget_pauses_the_interrupted_trial(tmp_path: Path) -> N
     """A trial still running when stop.max_wallclock_time runs out pauses at its last
     checkpoint with its learning curve and the reason, not FAIL (the next run resumes it); the
     summary names the best value it reached."""
-    config = config_file(tmp_path, trainer={"max_epochs": 1000, "limit_train_batches": 4,
+    # 1000 epochs of 16 batches outlast 25 s on any machine (of 4 batches, a quiet one
+    # finished them: the trial ended COMPLETE before the budget)
+    config = config_file(tmp_path, trainer={"max_epochs": 1000, "limit_train_batches": 16,
                                             "limit_val_batches": 2},
                          devices={"accelerator": "cpu", "count": 1},
                          stop={"n_trials": 3, "max_wallclock_time": 25})
