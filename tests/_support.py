@@ -62,9 +62,8 @@ def launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedP
     return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
-def kill_tree(pid: int) -> None:
-    """SIGKILL ``pid`` and every process below it (workers run in sessions of their own, so
-    killing the launcher's session would leave them, and DDP ranks waiting in a collective)."""
+def children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, by parent pid (from /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -74,6 +73,13 @@ def kill_tree(pid: int) -> None:
             except (OSError, ValueError, IndexError):
                 continue
             children.setdefault(parent, []).append(int(entry))
+    return children
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it (workers run in sessions of their own, so
+    killing the launcher's session would leave them, and DDP ranks waiting in a collective)."""
+    children = children_by_parent()
     found, todo = [], [pid]
     while todo:
         current = todo.pop()

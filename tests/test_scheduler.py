@@ -18,7 +18,15 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _support import config_file, finish, launch, popen, study_of, wait_for
+from _support import (
+    children_by_parent,
+    config_file,
+    finish,
+    launch,
+    popen,
+    study_of,
+    wait_for,
+)
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._optuna import backend_of, trial_id_of
@@ -277,16 +285,6 @@ def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: P
     assert "was killed by SIGKILL" in trial.user_attrs["fail_reason"]
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-    return found
-
-
 @pytest.mark.parametrize("with_workers", [False, True], ids=["launcher-alone", "with-workers"])
 def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
     tmp_path: Path, with_workers: bool
@@ -308,7 +306,7 @@ def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
         return sum(isinstance(t.user_attrs.get(ATTR.PAUSED), dict) for t in trials) >= 3
 
     wait_for(some_paused, timeout=240, what="3 paused trials")
-    workers = _children(process.pid) if with_workers else []
+    workers = children_by_parent().get(process.pid, []) if with_workers else []
     os.kill(process.pid, signal.SIGKILL)  # alone, its workers notice and pause
     for pid in workers:  # with them, their trials' segments are left open in the study
         with contextlib.suppress(ProcessLookupError):

@@ -364,16 +364,16 @@ def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
         attrs: dict[str, Any] = trial.user_attrs
         owner = owner_of(trial)
         launcher = attrs.get(ATTR.LAUNCHER_PID) if attrs.get(ATTR.HOST) == host else None
-        if owner is not None:
-            if owner[0] != host or _pid_alive(owner[1]):
+        launcher_gone = isinstance(launcher, int) and not _pid_alive(launcher)
+        if owner is None:  # a study from before owner tokens: its launcher tells
+            if not launcher_gone:
                 continue
-        elif not isinstance(launcher, int) or _pid_alive(launcher):
+        elif owner[0] != host or _pid_alive(owner[1]):
             continue
-        if isinstance(launcher, int) and not _pid_alive(launcher):
-            reason = f"launcher (pid {launcher}) on {host} stopped while the trial ran"
-        else:
-            reason = f"its worker (pid {owner[1] if owner else '?'}) on {host} stopped before "
-            reason += "its launcher learnt of the trial"
+        reason = (f"launcher (pid {launcher}) on {host} stopped while the trial ran"
+                  if launcher_gone or owner is None else
+                  f"its worker (pid {owner[1]}) on {host} stopped before its launcher learnt "
+                  "of the trial")
         result = crashed(study, trial.number, reason, cfg, owner=attrs.get(ATTR.OWNER))
         if result != "ended":
             outcome[trial.number] = result
