@@ -44,6 +44,7 @@ FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_search.py", [], ["--quick"]),
     ("bench_promotion.py", [], ["--quick"]),
     ("bench_schedules.py", [], ["--seeds", "10"]),
+    ("bench_gpu.py", [], ["--quick"]),
 ]
 
 

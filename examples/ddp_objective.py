@@ -75,6 +75,12 @@ def main() -> None:
         best = study.best_trial
         print(f"{len(study.trials)} trials; best validation_error {best.value:.4f} "
               f"(trial {best.number}, {best.params})")
+    # Leave the process group before the interpreter exits: under torch 2.14 a gloo group torn
+    # down at exit can abort or hang one rank once the other is gone.
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ Three ways in, all on one Optuna study: the :class:`PruningCallback` inside any 
 itself for ``optuna-dashboard``, pandas and ``python -m lightning_hpo.report``. A trial pauses
 and resumes (the launcher does it at rungs) with :class:`ResumeCheckpoint` and
 :class:`RandomState` in its trainer (on CPU with ``deterministic=True``, resumed training
-repeats straight training).
+repeats straight training). Data that fits in memory is prepared once per process and kept on
+the trial's device with :class:`TensorDataModule` (the built-in data modules are ones).
 
 Public names are imported lazily (PEP 562), so ``import lightning_hpo.rungs`` or the launcher's
 parent process does not pay for importing torch and Lightning until it needs them.
@@ -41,6 +42,8 @@ _EXPORTS = {
     "DigitsDataModule": "lightning_hpo.data",
     "FashionMNISTDataModule": "lightning_hpo.data",
     "build_datamodule": "lightning_hpo.data",
+    "TensorBatches": "lightning_hpo.tensor_data",
+    "TensorDataModule": "lightning_hpo.tensor_data",
     "MODELS": "lightning_hpo.models",
     "DropoutMLP": "lightning_hpo.models",
     "LeNet": "lightning_hpo.models",
@@ -69,6 +72,8 @@ __all__ = [
     "PruningCallback",
     "RandomState",
     "ResumeCheckpoint",
+    "TensorBatches",
+    "TensorDataModule",
     "build_datamodule",
     "build_model",
     "create_study",
@@ -98,6 +103,7 @@ if TYPE_CHECKING:
     from lightning_hpo.models import MODELS, DropoutMLP, LeNet, build_model
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
     from lightning_hpo.rungs import rung_levels, successive_halving_plan
+    from lightning_hpo.tensor_data import TensorBatches, TensorDataModule
 
 
 def __getattr__(name: str) -> Any:

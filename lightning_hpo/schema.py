@@ -73,6 +73,7 @@ class ATTR:
     RESUME_POINT = "resume_point"  # {"epoch": int, "checkpoint": str}: its latest checkpoint
     EPOCHS_TRAINED = "epochs_trained"  # epochs trained over all segments (retrains included)
     OWNER = "owner"  # "host:pid:token" of the worker training its segment in flight
+    DATA = "data"  # where its batches came from, in words (TensorDataModule.data_path)
 
 
 #: The keys of :data:`ATTR.PAUSED <ATTR>`: ``epoch`` (epochs in its checkpoint), ``checkpoint``

@@ -4,9 +4,11 @@ No timing threshold is asserted anywhere: the figures are the scripts' output, n
 
 from __future__ import annotations
 
+import doctest
 import json
 import math
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -16,11 +18,13 @@ from types import SimpleNamespace
 
 import optuna
 import pytest
+import torch
 from optuna.trial import TrialState
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
+import bench_gpu  # noqa: E402
 import bench_promotion  # noqa: E402
 import bench_schedules  # noqa: E402
 import bench_search  # noqa: E402
@@ -594,3 +598,50 @@ def test_bench_schedules_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert bench_schedules.main(["--table", str(tmp_path / "missing.json")]) == 2
     with pytest.raises(SystemExit):
         bench_schedules.main(["--seeds", "0"])
+
+
+# --- bench_gpu.py (runs at small sizes on CPU; its GPU targets are judged on CUDA only) ---
+
+
+def test_bench_gpu_docstring_examples() -> None:
+    assert doctest.testmod(bench_gpu, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_bench_gpu_writes_fashion_mnist_files_torchvision_reads(tmp_path: Path) -> None:
+    from torchvision.datasets import FashionMNIST
+
+    raw = bench_gpu.write_idx_files(tmp_path, 300, 100, seed=1)
+    assert raw == tmp_path / "FashionMNIST" / "raw"
+    assert sorted(p.name for p in raw.iterdir()) == [
+        "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte",
+        "train-images-idx3-ubyte", "train-labels-idx1-ubyte"]
+    assert (raw / "train-images-idx3-ubyte").read_bytes()[:16] == struct.pack(
+        ">IIII", 0x803, 300, 28, 28)
+    assert (raw / "t10k-labels-idx1-ubyte").read_bytes()[:8] == struct.pack(">II", 0x801, 100)
+    train = FashionMNIST(str(tmp_path), train=True, download=False)
+    val = FashionMNIST(str(tmp_path), train=False, download=False)
+    assert train.data.shape == (300, 28, 28) and train.data.dtype == torch.uint8
+    assert len(val) == 100 and set(train.targets.tolist()) <= set(range(10))
+    assert len({bytes(image.numpy()) for image in train.data}) == 300  # no two alike
+    again = tmp_path / "again"
+    bench_gpu.write_idx_files(again, 300, 100, seed=1)  # the seed fixes the files
+    assert (again / "FashionMNIST/raw/train-images-idx3-ubyte").read_bytes() == (
+        raw / "train-images-idx3-ubyte").read_bytes()
+
+
+@pytest.mark.slow
+def test_bench_gpu_quick_runs_and_writes_its_figures(tmp_path: Path) -> None:
+    stdout, figures = _run_bench("bench_gpu.py", "--quick", tmp_path=tmp_path)
+    cuda = "device: cuda" in stdout
+    unit = "GPU" if cuda else "CPU"
+    whats = [f.what for f in figures]
+    assert whats[0].startswith("Lightning vs plain loop, s/epoch, batch 128")
+    assert figures[0].target == "<= 1.3x" and figures[0].met in (True, False)
+    assert any(w.startswith("one trial, Lightning s/epoch, batch 128") for w in whats) == cuda
+    launcher = [f for f in figures if f.what.startswith("launcher epochs/s")]
+    assert [f.what for f in launcher] == [
+        f"launcher epochs/s, {k} trial(s) per {unit}" for k in (1, 2)]
+    assert launcher[0].ratio == "1.00x"
+    assert whats[-1].startswith(f"{unit} busy")
+    if not cuda:  # no launcher verdict and no busy share off the GPU
+        assert all(f.met is None for f in launcher) and figures[-1].measured == "n/a"

@@ -13,7 +13,7 @@ import lightning.pytorch as pl
 import numpy as np
 import pytest
 import torch
-from torch.utils.data import TensorDataset
+from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpo.data import (
     DATAMODULES,
@@ -75,7 +75,9 @@ def test_unknown_datamodule_argument_lists_allowed() -> None:
     with pytest.raises(ConfigError) as info:
         build_datamodule("digits", root="data")
     assert info.value.field == "data.root"
-    assert info.value.message.endswith("allowed: batch_size, val_fraction, seed, num_workers")
+    assert info.value.message.endswith(
+        "allowed: batch_size, val_fraction, seed, num_workers, on_device"
+    )
 
 
 @pytest.mark.parametrize(
@@ -110,12 +112,14 @@ def test_datamodule_hyperparameters() -> None:
         "val_fraction": 0.2,
         "seed": 0,
         "num_workers": 0,
+        "on_device": "auto",
     }
     assert datamodule_hyperparameters("fashion_mnist") == {
         "root": "data",
         "batch_size": 64,
         "download": False,
         "num_workers": 0,
+        "on_device": "auto",
     }
 
 
@@ -234,15 +238,22 @@ def test_digits_split_different_seed_different_split() -> None:
 
 def test_digits_prepared_once_per_process() -> None:
     first, second = _digits(batch_size=8), _digits(batch_size=256)
-    assert first.train_set is second.train_set  # cached, not rebuilt
+    assert first.train_set is not None and second.train_set is not None
+    assert first.train_set.tensors[0] is second.train_set.tensors[0]  # cached, not rebuilt
 
 
-def test_train_loader_shuffles_and_val_loader_does_not() -> None:
-    datamodule = _digits(batch_size=64)
+@pytest.mark.parametrize("on_device", [pytest.param("auto", id="tensors"),
+                                       pytest.param(False, id="dataloader")])
+def test_train_loader_shuffles_and_val_loader_does_not(on_device: bool | str) -> None:
+    datamodule = _digits(batch_size=64, on_device=on_device)
     torch.manual_seed(0)
     train_a = torch.cat([y for _, y in datamodule.train_dataloader()])
-    train_b = torch.cat([y for _, y in datamodule.train_dataloader()])
+    loader = datamodule.train_dataloader()
+    if on_device == "auto":  # a new order per epoch, from the seed and the epoch
+        loader.sampler.set_epoch(1)  # type: ignore[union-attr]
+    train_b = torch.cat([y for _, y in loader])
     assert not torch.equal(train_a, train_b)
+    assert sorted(train_a.tolist()) == sorted(train_b.tolist())
     val_a = torch.cat([y for _, y in datamodule.val_dataloader()])
     val_b = torch.cat([y for _, y in datamodule.val_dataloader()])
     assert torch.equal(val_a, val_b)
@@ -256,17 +267,19 @@ def test_loader_before_setup_is_an_error() -> None:
 
 
 def test_no_pin_memory_on_cpu_trainer() -> None:
-    datamodule = _digits()
+    datamodule = DigitsDataModule(on_device=False)
     datamodule.trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False)
-    assert datamodule.train_dataloader().pin_memory is False
-    assert datamodule.val_dataloader().pin_memory is False
+    datamodule.setup("fit")
+    assert datamodule.train_dataloader().pin_memory is False  # type: ignore[union-attr]
+    assert datamodule.val_dataloader().pin_memory is False  # type: ignore[union-attr]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_pin_memory_on_cuda_trainer() -> None:
-    datamodule = _digits()
+    datamodule = DigitsDataModule(on_device=False)
     datamodule.trainer = pl.Trainer(accelerator="cuda", devices=1, logger=False)
-    assert datamodule.train_dataloader().pin_memory is True
+    datamodule.setup("fit")
+    assert datamodule.train_dataloader().pin_memory is True  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -274,7 +287,8 @@ def test_pin_memory_on_cuda_trainer() -> None:
     [pytest.param(0, False, id="in-process"), pytest.param(2, True, id="workers")],
 )
 def test_persistent_workers_only_with_workers(num_workers: int, persistent: bool) -> None:
-    loader = _digits(num_workers=num_workers).train_dataloader()
+    loader = _digits(num_workers=num_workers, on_device=False).train_dataloader()
+    assert isinstance(loader, DataLoader)
     assert loader.num_workers == num_workers
     assert loader.persistent_workers is persistent
 

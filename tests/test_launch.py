@@ -68,6 +68,12 @@ def test_quickstart_runs_to_its_end(tmp_path: Path) -> None:
         assert attrs["epochs"] == len(attrs["epoch_end_times"]) == len(trial.intermediate_values)
         assert (Path(attrs["log_dir"]) / "metrics.csv").is_file()
     assert {t.user_attrs["slot"] for t in trials} == {0, 1}
+    by_slot: dict[int, list[str]] = {}
+    for trial in sorted(trials, key=lambda t: t.user_attrs["start_time"]):
+        by_slot.setdefault(trial.user_attrs["slot"], []).append(trial.user_attrs["data"])
+    for paths in by_slot.values():  # each worker prepares the digits once, then reuses them
+        assert all(p.startswith("DigitsDataModule: tensors on cpu (") for p in paths), paths
+        assert "prepared in" in paths[0] and all("reused" in p for p in paths[1:]), paths
     out = result.stdout
     assert f"Best validation_error: {best.value:.4f} (trial {best.number})" in out
     assert "optuna-dashboard runs/quickstart.journal" in out
@@ -84,6 +90,25 @@ def test_ddp_trials_use_two_processes_each(tmp_path: Path) -> None:
     assert len(trials) == 3 and all(t.state == TrialState.COMPLETE for t in trials)
     assert {t.user_attrs["device"] for t in trials} == {"cpu:0,1"}
     assert len({t.user_attrs["pid"] for t in trials}) == 1  # one worker kept its DDP group
+    assert all(t.user_attrs["data"].startswith("DigitsDataModule: tensors on cpu")
+               for t in trials)
+
+
+def test_a_slot_loader_gets_no_more_processes_than_its_share_of_cores(tmp_path: Path) -> None:
+    """2 slots on 2 cores: each owns 1 core, so 3 asked loader processes become 0."""
+    config = config_file(tmp_path, data={"name": "digits", "num_workers": 3, "on_device": False},
+                         devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 2})
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2
+    for trial in trials:
+        assert trial.user_attrs["data"] == (
+            "DigitsDataModule: DataLoader over host tensors, 0 worker process(es) "
+            "(data.on_device is false)"
+        )
+    logs = "".join(p.read_text() for p in tmp_path.glob("runs/*/workers/slot*.log"))
+    assert "data.num_workers 3 -> 0: this slot's share is 1 core(s)" in logs
 
 
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:

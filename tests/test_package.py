@@ -26,6 +26,8 @@ _SURFACE = {
     "DigitsDataModule": "lightning_hpo.data",
     "FashionMNISTDataModule": "lightning_hpo.data",
     "build_datamodule": "lightning_hpo.data",
+    "TensorBatches": "lightning_hpo.tensor_data",
+    "TensorDataModule": "lightning_hpo.tensor_data",
     "MODELS": "lightning_hpo.models",
     "DropoutMLP": "lightning_hpo.models",
     "LeNet": "lightning_hpo.models",
@@ -64,6 +66,8 @@ def test_what_the_public_names_are() -> None:
     assert issubclass(hpo.PruningCallback, L.Callback)
     assert issubclass(hpo.ResumeCheckpoint, Checkpoint)
     assert issubclass(hpo.RandomState, L.Callback)
+    assert issubclass(hpo.DigitsDataModule, hpo.TensorDataModule)
+    assert issubclass(hpo.TensorDataModule, L.LightningDataModule)
     assert issubclass(hpo.DistributedStudy, optuna.Study)
     assert issubclass(hpo.ConfigError, ValueError) and issubclass(hpo.LeaderError, RuntimeError)
     assert {"lenet": hpo.LeNet, "dropout_mlp": hpo.DropoutMLP} == hpo.MODELS

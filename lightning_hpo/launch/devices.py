@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -82,3 +83,32 @@ def detect_devices(
 def threads_per_process(n_cores: int, n_processes: int) -> int:
     """Torch threads for each of ``n_processes`` sharing ``n_cores`` (at least 1)."""
     return max(1, n_cores // max(1, n_processes))
+
+
+def split_cores(share: int, loader_workers: int) -> tuple[int, int]:
+    """Torch threads and ``DataLoader`` processes for one training process that owns ``share``
+    cores and asks for ``loader_workers``: the loader gets at most ``share - 1`` processes (one
+    core each; PyTorch runs them on one thread), torch the cores left (at least 1), so a
+    device's slots never run more threads than the cores they share.
+
+    Example::
+
+        >>> split_cores(8, 3), split_cores(2, 4), split_cores(1, 2), split_cores(4, 0)
+        ((5, 3), (1, 1), (1, 0), (4, 0))
+    """
+    workers = min(max(0, loader_workers), max(0, share - 1))
+    return max(1, share - workers), workers
+
+
+def visible_gpus(devices: Sequence[int], parent: str | None) -> str:
+    """``CUDA_VISIBLE_DEVICES`` for a worker on the launcher's GPUs ``devices`` (indices as
+    torch counts them in the launcher), given the launcher's own ``CUDA_VISIBLE_DEVICES``
+    (``parent``; None or empty: all GPUs, numbered as the driver does).
+
+    Example::
+
+        >>> visible_gpus([0], None), visible_gpus([0], "3"), visible_gpus([1, 2], "4,6,7")
+        ('0', '3', '6,7')
+    """
+    ids = [item.strip() for item in parent.split(",")] if parent and parent.strip() else None
+    return ",".join(ids[d] if ids is not None and d < len(ids) else str(d) for d in devices)

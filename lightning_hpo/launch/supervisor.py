@@ -2,8 +2,9 @@
 
 It never imports torch. Each worker is ``python -m lightning_hpo.launch.worker`` in a session of
 its own (a terminal's Ctrl-C reaches only the supervisor, which then stops the workers in
-order), with ``CUDA_VISIBLE_DEVICES`` set to its GPUs or its torch threads set to its share of
-the cores. Workers report on a pipe, one JSON event a line; the supervisor turns those into the
+order), with ``CUDA_VISIBLE_DEVICES`` set to its GPUs (on a GPU machine) and its threads to its
+share of the cores (``OMP_NUM_THREADS``; every slot of every device gets an equal share).
+Workers report on a pipe, one JSON event a line; the supervisor turns those into the
 live status and notices when a worker dies:
 
 * a worker that exits non-zero or is killed hands its running trial back to the scheduler
@@ -42,7 +43,7 @@ import optuna
 from optuna.trial import TrialState
 
 from lightning_hpo.config import Config
-from lightning_hpo.launch.devices import Slot, threads_per_process
+from lightning_hpo.launch.devices import Slot, threads_per_process, visible_gpus
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
     STOP_SIGNAL,
@@ -210,9 +211,12 @@ class Supervisor:
         env[WORKER_ENV] = json.dumps(dataclasses.asdict(spec))
         env["PYTHONUNBUFFERED"] = "1"
         if self.kind == "gpu":
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, slot.devices))
-        else:
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self._threads)
+            env["CUDA_VISIBLE_DEVICES"] = visible_gpus(
+                slot.devices, os.environ.get("CUDA_VISIBLE_DEVICES")
+            )
+        # Its share of the cores, on GPU slots too: 8 trials on one GPU must not each start a
+        # thread per core (the worker splits it with its data loader, devices.split_cores).
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self._threads)
         log = open(self._log_dir / f"slot{slot.index}.log", "ab")  # noqa: SIM115 (child owns it)
         try:
             process = subprocess.Popen(

@@ -62,6 +62,7 @@ from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
 from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
+from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
     STOP_SIGNAL,
@@ -83,6 +84,7 @@ from lightning_hpo.models import build_model
 from lightning_hpo.schema import ATTR
 from lightning_hpo.space import suggest
 from lightning_hpo.storage import open_storage
+from lightning_hpo.tensor_data import TensorDataModule
 
 _logger = logging.getLogger(__name__)
 
@@ -188,6 +190,22 @@ class _Progress(L.Callback):
             raise _BudgetStop(f"{_Stop.budget}; stopped during epoch {trainer.current_epoch + 1}")
 
 
+class _CoreShare(L.Callback):
+    """Once the data module has set up (it knows whether it runs a ``DataLoader``), divide the
+    slot's cores between torch threads and the loader's processes (:func:`split_cores`)."""
+
+    def __init__(self, share: int) -> None:
+        self._share = share
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        data = getattr(trainer, "datamodule", None)
+        loaders = getattr(data, "num_workers", 0)
+        if isinstance(data, TensorDataModule) and not data.uses_loader:
+            loaders = 0
+        threads, _ = split_cores(self._share, loaders if isinstance(loaders, int) else 0)
+        torch.set_num_threads(threads)
+
+
 class _Interrupted(Exception):
     """The trial was stopped from outside (signal, launcher gone): it ends FAIL."""
 
@@ -252,6 +270,14 @@ def train(
     data_names = datamodule_hyperparameters(cfg.data)
     model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
     data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
+    cores = _CoreShare(spec.threads)
+    if "num_workers" in data_names:  # the slot's share of the cores bounds its loader
+        asked = data_kwargs.get("num_workers", data_names["num_workers"])
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            data_kwargs["num_workers"] = split_cores(spec.threads, asked)[1]
+            if data_kwargs["num_workers"] < asked:
+                _logger.info("data.num_workers %d -> %d: this slot's share is %d core(s)",
+                             asked, data_kwargs["num_workers"], spec.threads)
     seed = (cfg.seed or 0) + trial.number
     L.seed_everything(seed, workers=True, verbose=False)
     model = build_model(cfg.model, **model_kwargs)
@@ -273,7 +299,7 @@ def train(
         devices=per_trial,
         strategy="ddp" if per_trial > 1 else "auto",
         max_epochs=segment.to_epoch or cfg.max_epochs,
-        callbacks=[pruning, progress, checkpoint, RandomState(), resume],
+        callbacks=[cores, pruning, progress, checkpoint, RandomState(), resume],
         plugins=[_CheckpointIO()],
         logger=SegmentCSVLogger(trial_dir, progress.from_epoch if segment.checkpoint else None),
         enable_progress_bar=False,
@@ -289,6 +315,9 @@ def train(
         trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint, weights_only=True)
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
+        data_path = getattr(data, "data_path", None)
+        if trainer.is_global_zero and isinstance(data_path, str):
+            trial.set_user_attr(ATTR.DATA, data_path)
     if segment.checkpoint is not None and not progress.trained:
         raise _AlreadyTrained(trainer.current_epoch)
     pruning.raise_if_pruned()
@@ -568,6 +597,10 @@ def main() -> int:
     cfg = parse_config(json.loads(os.environ[CONFIG_ENV]))
     spec = WorkerSpec.from_json(os.environ[WORKER_ENV])
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    # The slot's log (workers/slotN.log) says which data path each trial took and how the
+    # slot's cores were divided.
+    for name in ("lightning_hpo.tensor_data", __name__):
+        logging.getLogger(name).setLevel(logging.INFO)
     torch.set_num_threads(spec.threads)
     if is_follower():
         _run_follower(cfg, spec)
