@@ -69,6 +69,7 @@ import optuna
 import torch
 import torch.nn.functional as F
 from _record import Figure, machine_line, write_figures
+from bench_workers import steady_window
 
 from lightning_hpo.data import FashionMNISTDataModule
 from lightning_hpo.models import LeNet
@@ -428,11 +429,7 @@ def steady_epochs(rows: Iterable[_Row]) -> Rate:
         (6, 6.0, 1.0)
     """
     rows = list(rows)
-    starts = [r.fit_started for r in rows if r.fit_started is not None]
-    ends = [r.ended for r in rows if r.ended is not None]
-    if not starts or not ends:
-        raise ValueError("no trial started fitting and ended")
-    first, last = min(starts), max(ends)
+    first, last = steady_window(rows)
     epochs = sum(r.epochs - r.from_epoch for r in rows if r.ended is not None and r.ended >= first)
     return Rate(epochs, first, last)
 

@@ -86,13 +86,23 @@ def steady_state(rows: Iterable[_Row]) -> Throughput:
         Throughput(trials=2, seconds=6.0)
     """
     rows = list(rows)
+    first, last = steady_window(rows)
+    finished = sum(1 for r in rows if r.ended is not None and r.ended >= first)
+    return Throughput(finished, last - first)
+
+
+def steady_window(rows: Iterable[_Row]) -> tuple[float, float]:
+    """The first trial's fit start and the last trial's end (unix seconds).
+
+    Raises:
+        ValueError: when no trial both started fitting and ended.
+    """
+    rows = list(rows)
     starts = [r.fit_started for r in rows if r.fit_started is not None]
     ends = [r.ended for r in rows if r.ended is not None]
     if not starts or not ends:
         raise ValueError("no trial started fitting and ended")
-    first, last = min(starts), max(ends)
-    finished = sum(1 for r in rows if r.ended is not None and r.ended >= first)
-    return Throughput(finished, last - first)
+    return min(starts), max(ends)
 
 
 def end_to_end(rows: Iterable[_Row], wall_seconds: float) -> Throughput:
