@@ -247,7 +247,14 @@ class FashionMNISTDataModule(TensorDataModule):
         self._check_found()
         splits = []
         for train in (True, False):
-            dataset = self._dataset(train, download=False)
+            try:
+                dataset = self._dataset(train, download=False)
+            except (OSError, RuntimeError, ValueError) as error:  # torchvision's IDX reader
+                raise ConfigError(
+                    "data.root",
+                    f"cannot read the Fashion-MNIST {'training' if train else 'test'} files "
+                    f"under '{self.root}' (truncated or not IDX?): {error}",
+                ) from error
             images = dataset.data.unsqueeze(1).to(torch.float32).div_(255.0)
             images = images.sub_(_FASHION_MNIST_MEAN).div_(_FASHION_MNIST_STD)
             splits.append((images, dataset.targets.to(torch.int64)))

@@ -292,3 +292,17 @@ def test_the_own_datamodule_example_prepares_once_and_reuses(tmp_path: Path) -> 
     assert len(lines) == 4, result.stdout
     assert lines[0].startswith("trial 0: Blobs: tensors on cpu (") and "prepared in" in lines[0]
     assert all("Blobs: tensors on cpu (" in line and "reused" in line for line in lines[1:])
+
+
+def test_a_truncated_fashion_mnist_file_names_the_root(
+    fashion_root: tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]],
+) -> None:
+    root, _ = fashion_root
+    images = root / "FashionMNIST" / "raw" / "train-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:5000])
+    with pytest.raises(ConfigError) as info:
+        FashionMNISTDataModule(root=str(root), batch_size=4).setup("fit")
+    assert info.value.field == "data.root"
+    assert info.value.message.startswith(
+        f"cannot read the Fashion-MNIST training files under '{root}' (truncated or not IDX?): "
+    )
