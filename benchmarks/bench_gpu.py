@@ -69,7 +69,7 @@ import optuna
 import torch
 import torch.nn.functional as F
 from _record import Figure, machine_line, write_figures
-from bench_workers import steady_window
+from bench_workers import all_complete, steady_window
 
 from lightning_hpo.data import FashionMNISTDataModule
 from lightning_hpo.models import LeNet
@@ -489,13 +489,8 @@ def run_launcher(raw: dict[str, Any], k: int, sample_gpu: bool) -> ScalingResult
         sup.run()
         end = time.time()
     rows = list(sup.rows.values())
-    states: dict[str, int] = {}
-    for row in rows:
-        states[row.state] = states.get(row.state, 0) + 1
-    if states.get("COMPLETE", 0) != cfg.stop.n_trials:
-        reasons = {row.reason for row in rows if row.reason}
-        raise SystemExit(f"{cfg.study}: {states} of {cfg.stop.n_trials} trials; {reasons or ''}"
-                         f" (worker logs: {cfg.study_dir / 'workers'})")
+    states = all_complete(rows, cfg.stop.n_trials, cfg.study,
+                          hint=f" (worker logs: {cfg.study_dir / 'workers'})")
     steady = steady_epochs(rows)
     total = Rate(sum(r.epochs - r.from_epoch for r in rows if r.ended is not None), start, end)
     busy = sampler.busy(steady.start, steady.end) if sampler is not None else None

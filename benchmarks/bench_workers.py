@@ -91,6 +91,18 @@ def steady_state(rows: Iterable[_Row]) -> Throughput:
     return Throughput(finished, last - first)
 
 
+def all_complete(rows: Iterable[Any], n_trials: int, label: str, hint: str = "") -> dict[str, int]:
+    """Trials by state; exits with what went wrong unless all ``n_trials`` are COMPLETE."""
+    rows = list(rows)
+    states: dict[str, int] = {}
+    for row in rows:
+        states[row.state] = states.get(row.state, 0) + 1
+    if states.get("COMPLETE", 0) != n_trials:
+        reasons = {row.reason for row in rows if row.reason}
+        raise SystemExit(f"{label}: {states} of {n_trials} trials; {reasons or ''}{hint}")
+    return states
+
+
 def steady_window(rows: Iterable[_Row]) -> tuple[float, float]:
     """The first trial's fit start and the last trial's end (unix seconds).
 
@@ -231,12 +243,7 @@ def run(raw: dict[str, Any], label: str, n_cores: int | None) -> RunResult:
     sup.run()
     wall = time.time() - start
     rows = list(sup.rows.values())
-    states: dict[str, int] = {}
-    for row in rows:
-        states[row.state] = states.get(row.state, 0) + 1
-    if states.get("COMPLETE", 0) != cfg.stop.n_trials:
-        reasons = {row.reason for row in rows if row.reason}
-        raise SystemExit(f"{label}: {states} of {cfg.stop.n_trials} trials; {reasons or ''}")
+    states = all_complete(rows, cfg.stop.n_trials, label)
     return RunResult(label, len(slots), threads_per_process(cores, len(slots)),
                      steady_state(rows), end_to_end(rows, wall), states)
 
