@@ -30,3 +30,14 @@ class DiesAfterItsLastCheckpoint(LeNet):
         if not marker.exists():
             marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SlowLeNet(LeNet):
+    """LeNet whose training steps each take at least 50 ms (a sleep), so that a test waiting to
+    act while an epoch trains has a window that does not shrink when training gets faster."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        import time
+
+        time.sleep(0.05)
+        return super().training_step(batch, batch_idx)

@@ -204,8 +204,9 @@ def test_a_worker_killed_mid_trial_resumes_from_its_checkpoint_on_another_slot(
     """kill -9 of a worker in the middle of a trial: the trial is resumed from its last
     checkpoint and ends COMPLETE with a complete, duplicate-free curve and the attempt noted."""
     storage = str(tmp_path / "t.journal")
-    config = config_file(
-        tmp_path, trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
+    config = config_file(  # SlowLeNet: epochs of 0.4 s at least, a window polls cannot miss
+        tmp_path, model={"name": "_launch_models:SlowLeNet"},
+        trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 3},
         checkpoint={"every": "epoch"},  # "auto" may save only at the end on a loaded machine
     )
@@ -270,7 +271,8 @@ def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: P
     """stop.max_retries: 0 keeps today's behaviour: a killed worker's trial ends FAIL."""
     storage = str(tmp_path / "t.journal")
     config = config_file(
-        tmp_path, trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
+        tmp_path, model={"name": "_launch_models:SlowLeNet"},
+        trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 1}, stop={"n_trials": 2, "max_retries": 0},
     )
     process = popen(str(config), "--quiet", cwd=tmp_path)
@@ -513,8 +515,9 @@ def _freeze_in_training(
     study = wait_for(lambda: study_of(storage), what="the study")
     assert isinstance(study, optuna.Study)
     for _ in range(20):
-        found = wait_for(lambda: _in_training(study, launcher.pid), timeout=240,
-                         what="a trial of the first launcher in training")
+        found = wait_for(lambda: launcher.poll() is not None or _in_training(study, launcher.pid),
+                         timeout=240, what="a trial of the first launcher in training")
+        assert launcher.poll() is None, "the first launcher ended before a trial could be frozen"
         assert isinstance(found, tuple)
         number, worker = found
         groups.update({os.getpgid(worker), os.getpgid(launcher.pid)})
@@ -536,10 +539,13 @@ def test_a_frozen_launchers_trial_is_resumed_by_another_once_its_heartbeat_stops
     """Launcher A (one slot) is frozen (SIGSTOP, as a lost machine) while its trial trains;
     launcher B on the same PostgreSQL study finds the trial's heartbeat older than
     heartbeat.grace_period, resumes it from A's last checkpoint, and ends the round:
-    sync_sh r 2..4, eta 2, 2 configurations -> 1 PRUNED at 2, 1 COMPLETE at 4, none FAIL."""
+    sync_sh r 2..4, eta 2, 2 configurations -> 1 PRUNED at 2, 1 COMPLETE at 4, none FAIL.
+    Each epoch takes at least 0.8 s (SlowLeNet), so the window to freeze a trial mid-epoch is
+    not a few polls wide however fast training is (it was, and the launcher finished first)."""
     storage = postgres_server.new_database("heartbeat")
     config = config_file(
         tmp_path, storage=storage, initial=[], stop={"n_trials": 2},
+        model={"name": "_launch_models:SlowLeNet"},
         pruner={"name": "sync_sh", "min_resource": 2, "max_resource": 4, "reduction_factor": 2},
         devices={"accelerator": "cpu", "count": 1}, checkpoint={"every": "epoch"},
         heartbeat={"interval": 1, "grace_period": 3},
