@@ -39,19 +39,31 @@ from lightning_hpo.models import ImageClassifier, build_model
 
 TARGET_RATIO = 1.3
 LR = 0.1
+CPU = torch.device("cpu")
+
+
+def sync(device: torch.device) -> None:
+    """Wait for ``device``'s queued work (CUDA runs it asynchronously), so a clock read after
+    it counts that work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 class EpochTimer(pl.Callback):
-    """Seconds of each training epoch (its validation included), first to last hook."""
+    """Seconds of each training epoch (its validation included), first to last hook; on a
+    CUDA ``device`` the clock is read after the device's queued work is done."""
 
-    def __init__(self) -> None:
+    def __init__(self, device: torch.device = CPU) -> None:
+        self.device = device
         self.seconds: list[float] = []
         self._start = 0.0
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        sync(self.device)
         self._start = time.perf_counter()
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        sync(self.device)
         self.seconds.append(time.perf_counter() - self._start)
 
 
@@ -70,14 +82,16 @@ def _model(name: str) -> ImageClassifier:
 
 def lightning_epochs(
     epochs: int, batch_size: int, seed: int, callbacks: Sequence[pl.Callback] = (),
-    model: str = "lenet",
+    model: str = "lenet", device: torch.device = CPU,
+    datamodule: pl.LightningDataModule | None = None,
 ) -> list[float]:
     """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included), with
-    ``callbacks`` added to the trainer."""
+    ``callbacks`` added to the trainer, on ``device`` (CPU or CUDA), on ``datamodule``
+    (default: the digits at ``batch_size``)."""
     pl.seed_everything(seed, verbose=False)
-    timer = EpochTimer()
+    timer = EpochTimer(device)
     trainer = pl.Trainer(
-        accelerator="cpu",
+        accelerator="gpu" if device.type == "cuda" else "cpu",
         devices=1,
         max_epochs=epochs,
         enable_checkpointing=False,
@@ -87,7 +101,7 @@ def lightning_epochs(
         num_sanity_val_steps=0,
         callbacks=[timer, *callbacks],
     )
-    trainer.fit(_model(model), datamodule=DigitsDataModule(batch_size=batch_size))
+    trainer.fit(_model(model), datamodule=datamodule or DigitsDataModule(batch_size=batch_size))
     return timer.seconds
 
 

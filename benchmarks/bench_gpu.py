@@ -69,6 +69,7 @@ import optuna
 import torch
 import torch.nn.functional as F
 from _record import Figure, machine_line, write_figures
+from bench_epoch import lightning_epochs, sync
 from bench_workers import all_complete, steady_window
 
 from lightning_hpo.data import FashionMNISTDataModule
@@ -163,49 +164,6 @@ def write_idx_files(root: str | Path, n_train: int, n_val: int, seed: int = 0) -
 # -- one trial: Lightning vs a plain loop ----------------------------------------------------
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-class SyncedEpochTimer(pl.Callback):
-    """Seconds of each training epoch (its validation included), as ``bench_epoch.py``'s
-    ``EpochTimer``, reading the clock after the device's queued work is done."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-        self.seconds: list[float] = []
-        self._start = 0.0
-
-    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        _sync(self.device)
-        self._start = time.perf_counter()
-
-    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        _sync(self.device)
-        self.seconds.append(time.perf_counter() - self._start)
-
-
-def lightning_epochs(device: torch.device, root: str, epochs: int, batch_size: int,
-                     seed: int = 0) -> list[float]:
-    """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included)."""
-    pl.seed_everything(seed, verbose=False)
-    timer = SyncedEpochTimer(device)
-    trainer = pl.Trainer(
-        accelerator="gpu" if device.type == "cuda" else "cpu",
-        devices=1,
-        max_epochs=epochs,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        callbacks=[timer],
-    )
-    trainer.fit(LeNet(lr=LR), datamodule=FashionMNISTDataModule(root=root, batch_size=batch_size))
-    return timer.seconds
-
-
 def device_tensors(root: str, train: bool,
                    device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The split's images as normalised ``(N, 1, 28, 28)`` float32 and its labels, on ``device``."""
@@ -228,7 +186,7 @@ def plain_epochs(device: torch.device, root: str, epochs: int, batch_size: int,
     n_train, n_val = len(y_train), len(y_val)
     seconds = []
     for _ in range(epochs):
-        _sync(device)
+        sync(device)
         start = time.perf_counter()
         net.train()
         train_loss = torch.zeros((), device=device)
@@ -252,7 +210,7 @@ def plain_epochs(device: torch.device, root: str, epochs: int, batch_size: int,
                 wrong += (logits.argmax(dim=1) != y).sum()
         # as Lightning reads them: mean train loss, mean validation loss, error
         _ = (float(train_loss) / n_train, float(val_loss) / n_val, int(wrong) / n_val)
-        _sync(device)
+        sync(device)
         seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -275,7 +233,9 @@ def one_trial(device: torch.device, root: str, epochs: int,
     """Both paths at every batch size, ``epochs`` timed epochs after one warm-up each."""
     rows = []
     for batch_size in batch_sizes:
-        light = lightning_epochs(device, root, epochs + 1, batch_size)[1:]
+        light = lightning_epochs(
+            epochs + 1, batch_size, seed=0, device=device,
+            datamodule=FashionMNISTDataModule(root=root, batch_size=batch_size))[1:]
         plain = plain_epochs(device, root, epochs + 1, batch_size)[1:]
         rows.append(EpochRow(batch_size, statistics.fmean(light), statistics.fmean(plain)))
         print(f"# batch {batch_size}: lightning {rows[-1].lightning:.3f} s/epoch, plain "
