@@ -265,23 +265,50 @@ class TensorDataModule(LightningDataModule):
         raise NotImplementedError(f"{type(self).__name__} must define data_key()")
 
     def load_tensors(self) -> tuple[Sequence[Tensor], Sequence[Tensor]]:
-        """The training and the validation tensors (e.g. ``(images, labels)`` each), on the
-        CPU, with the same first dimension within each split. Called once per process and key;
-        the result is shared, so it must not be modified in place afterwards."""
+        """The training and the validation tensors (a tuple such as ``(images, labels)``
+        each), on the CPU, with the same first dimension (at least 1) within each split; what
+        it returns is checked, and a ``ValueError`` names what is wrong. Called once per
+        process and key; the result is shared, so it must not be modified in place afterwards."""
         raise NotImplementedError(f"{type(self).__name__} must define load_tensors()")
 
     def _name(self) -> str:
         return type(self).__name__
 
     def _load(self) -> _Split:
-        train, val = self.load_tensors()
-        return tuple(train), tuple(val)
+        """:meth:`load_tensors`, checked: two non-empty splits of tensors, each split's
+        tensors with one first dimension (a ``ValueError`` naming the method otherwise)."""
+        where = f"{self._name()}.load_tensors()"
+        loaded = self.load_tensors()
+        if not isinstance(loaded, tuple | list) or len(loaded) != 2:
+            raise ValueError(f"{where} must return (training tensors, validation tensors), "
+                             f"got {type(loaded).__name__}")
+        for name, part in zip(("training", "validation"), loaded, strict=True):
+            if (not isinstance(part, tuple | list) or not part
+                    or not all(isinstance(t, Tensor) for t in part)):
+                got = ([type(t).__name__ for t in part] if isinstance(part, tuple | list)
+                       else type(part).__name__)
+                raise ValueError(f"{where}: the {name} split must be a non-empty tuple of "
+                                 f"tensors such as (images, labels), got {got}")
+            sizes = [len(t) if t.dim() else 0 for t in part]
+            if len(set(sizes)) != 1 or sizes[0] == 0:
+                raise ValueError(f"{where}: the {name} tensors must have one first dimension "
+                                 f"of at least 1 example, got {sizes}")
+        return tuple(loaded[0]), tuple(loaded[1])
+
+    def _key(self) -> Hashable:
+        key = self.data_key()
+        try:
+            hash(key)
+        except TypeError as error:
+            raise TypeError(f"{self._name()}.data_key() must return something hashable (a "
+                            f"tuple, not a list), got {key!r}") from error
+        return key
 
     def setup(self, stage: str) -> None:
         if self.train_set is not None:
             return
         started = time.perf_counter()
-        key = self.data_key()
+        key = self._key()
         split, cached = _CACHE.host_tensors(key, self._load)
         self.train_set, self.val_set = TensorDataset(*split[0]), TensorDataset(*split[1])
         trainer = self.trainer  # None when the module is used outside a Trainer

@@ -179,6 +179,51 @@ def test_a_module_without_the_two_methods_says_which_is_missing() -> None:
         Half(batch_size=2).setup("fit")
 
 
+_X = torch.zeros(4, 2)
+
+
+@pytest.mark.parametrize(
+    ("returned", "message"),
+    [
+        ((_X, _X), "the training split must be a non-empty tuple of tensors such as (images, "
+                   "labels), got Tensor"),  # one split's tensors, not two splits
+        (((_X, torch.zeros(3)), (_X,)), "the training tensors must have one first dimension of "
+                                        "at least 1 example, got [4, 3]"),
+        (((_X,), (torch.zeros(0, 2),)), "the validation tensors must have one first dimension "
+                                        "of at least 1 example, got [0]"),
+        (((_X,), ()), "the validation split must be a non-empty tuple of tensors such as "
+                      "(images, labels), got []"),
+        (((_X,), ([1, 2],)), "the validation split must be a non-empty tuple of tensors such "
+                             "as (images, labels), got ['list']"),
+        ((_X,), "must return (training tensors, validation tensors), got tuple"),
+        (None, "must return (training tensors, validation tensors), got NoneType"),
+    ],
+    ids=["one-split", "lengths", "empty", "no-tensors", "not-tensors", "one-element", "none"],
+)
+def test_what_load_tensors_returns_is_checked_and_named(returned: Any, message: str) -> None:
+    class Own(TensorDataModule):
+        def data_key(self) -> Hashable:
+            return ("own", message)
+
+        def load_tensors(self) -> Any:
+            return returned
+
+    with pytest.raises(ValueError) as info:
+        Own(batch_size=2).setup("fit")
+    separator = " " if message.startswith("must") else ": "
+    assert str(info.value) == f"Own.load_tensors(){separator}{message}"
+
+
+def test_an_unhashable_data_key_is_named() -> None:
+    class Listed(_Counting):
+        def data_key(self) -> Any:
+            return ["counting", self.size]
+
+    with pytest.raises(TypeError, match=r"Listed.data_key\(\) must return something hashable "
+                                        r"\(a tuple, not a list\), got \['counting', 10\]"):
+        Listed().setup("fit")
+
+
 def test_fashion_mnist_new_files_under_the_same_root_are_new_data(
     fashion_root: tuple[Path, dict[bool, tuple[np.ndarray, np.ndarray]]],
 ) -> None:
