@@ -59,6 +59,7 @@ __all__ = [
     "backend_of",
     "check_studies_table",
     "claim_waiting_trial",
+    "claim_waiting_trial_id",
     "live_trial",
     "stale_trial_ids",
     "storage_of",
@@ -229,14 +230,22 @@ def claim_waiting_trial(study: optuna.Study) -> optuna.Trial | None:
     Raises:
         OptunaContractError: a private attribute it reads is gone.
     """
-    storage, study_id = storage_of(study), study_id_of(study)
+    trial_id = claim_waiting_trial_id(storage_of(study), study_id_of(study))
+    return None if trial_id is None else optuna.Trial(study, trial_id)
+
+
+def claim_waiting_trial_id(storage: BaseStorage, study_id: int) -> int | None:
+    """:func:`claim_waiting_trial` on a storage: the claimed trial's id, or None.
+
+    What the gRPC proxy runs for the launchers behind it (:mod:`lightning_hpo.proxy`).
+    """
     for ticket in storage.get_all_trials(study_id, deepcopy=False, states=(TrialState.WAITING,)):
         try:
             claimed = storage.set_trial_state_values(trial_id_of(ticket), state=TrialState.RUNNING)
         except optuna.exceptions.UpdateFinishedTrialError:  # finished by another process
             continue
         if claimed:
-            return optuna.Trial(study, trial_id_of(ticket))
+            return trial_id_of(ticket)
     return None
 
 

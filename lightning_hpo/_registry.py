@@ -26,7 +26,7 @@ _T = TypeVar("_T")
 
 
 def _resolve_class(
-    section: str, name: str, registry: Mapping[str, type[_T]], base: type
+    section: str, name: str, registry: Mapping[str, type[_T]], base: type, key: str = "name"
 ) -> type[_T]:
     """Return the class for a registry name or a ``"package.module:Class"`` path.
 
@@ -35,12 +35,13 @@ def _resolve_class(
         name: a key of ``registry`` or an import path ``"package.module:Class"``.
         registry: the known names.
         base: the class the result must subclass (``LightningModule``, ``LightningDataModule``).
+        key: the field's key in errors (``name``; ``class`` for ``sampler.class``).
 
     Raises:
-        ConfigError: on ``<section>.name`` when the name is unknown, cannot be imported, or is
+        ConfigError: on ``<section>.<key>`` when the name is unknown, cannot be imported, or is
             not a subclass of ``base``.
     """
-    field = f"{section}.name"
+    field = f"{section}.{key}"
     allowed = f"allowed: {', '.join(registry)}, or a 'package.module:Class' path"
     if not isinstance(name, str) or not name:
         raise ConfigError(field, f"must be a non-empty string, got {name!r}; {allowed}")

@@ -7,7 +7,7 @@ twice. A pruning decision reads only the records of its rung, never the study's 
 ``SuccessiveHalvingPruner`` scans every trial on each decision; a fresh process then loads them
 all first).
 
-Two implementations behind :class:`_RungStore`, chosen from the study's storage:
+Three implementations behind :class:`_RungStore`, chosen from the study's storage:
 
 * :class:`_TableRungStore` for RDB storages (SQLite, PostgreSQL, MySQL): a table of our own,
   ``lightning_hpo_rung_records``, in the same database. Recording is an ``INSERT`` (a unique-key
@@ -17,6 +17,10 @@ Two implementations behind :class:`_RungStore`, chosen from the study's storage:
   attributes ``lightning_hpo:rung:{bracket}:{rung}:{trial_number} -> value``, with a per-process
   incremental index (one sorted list per rung, answered with :mod:`bisect`) where the storage
   lists new attributes last (Optuna's in-memory and journal storages), a full read otherwise.
+* :class:`_ProxyRungStore` for Optuna's gRPC proxy (``grpc://``): each operation is one call to
+  lightning_hpo's service on the proxy (:mod:`lightning_hpo.proxy`), which runs it on the
+  proxy's own store of the database behind it, the table above: launchers through the proxy
+  and launchers on the database share one set of records.
 
 The store only counts; the rule that turns ``(n, n_better)`` into a decision is
 :func:`lightning_hpo.pruners.asha_continues`.
@@ -61,10 +65,11 @@ from lightning_hpo._optuna import (
     check_studies_table,
     study_id_of,
 )
+from lightning_hpo._proxy_client import ProxyClient, is_proxy, proxy_client
 from lightning_hpo.schema import RUNG_ATTR_PREFIX as _ATTR_PREFIX
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
-__all__ = ["RungRecord", "open_rung_store", "rung_records"]
+__all__ = ["RungRecord", "open_rung_store", "rung_records", "rung_store_of"]
 
 _logger = logging.getLogger(__name__)
 
@@ -110,11 +115,18 @@ class _RungStore(abc.ABC):
 
 
 def open_rung_store(study: optuna.Study) -> _RungStore:
-    """The rung store of a study: a table for RDB storages, study system attributes otherwise."""
-    storage = backend_of(study)
+    """The rung store of a study: a table for RDB storages, the proxy's store through a gRPC
+    proxy, study system attributes otherwise."""
+    return rung_store_of(backend_of(study), study_id_of(study))
+
+
+def rung_store_of(storage: BaseStorage, study_id: int) -> _RungStore:
+    """The rung store of study ``study_id`` of ``storage`` (unwrapped from Optuna's cache)."""
     if isinstance(storage, RDBStorage):
-        return _TableRungStore(storage.engine, study_id_of(study))
-    return _AttrRungStore(storage, study_id_of(study))
+        return _TableRungStore(storage.engine, study_id)
+    if is_proxy(storage):
+        return _ProxyRungStore(proxy_client(storage), study_id)
+    return _AttrRungStore(storage, study_id)
 
 
 def rung_records(study: optuna.Study) -> list[RungRecord]:
@@ -297,6 +309,34 @@ def _ensure_table(engine: sa.Engine) -> None:
                 _logger.debug("creating %s raced another process (%s); checking again",
                               RECORD_TABLE, type(error).__name__)
         _ready_engines.add(engine)
+
+
+# --------------------------------------------------------------------------------------------
+# Optuna's gRPC proxy: the proxy's own store does it (lightning_hpo.proxy).
+
+
+class _ProxyRungStore(_RungStore):
+    """Records kept by the store of the database behind a gRPC proxy, one call per operation."""
+
+    def __init__(self, client: ProxyClient, study_id: int) -> None:
+        self._client = client
+        self._study_id = study_id
+
+    def add_and_rank(
+        self,
+        bracket: int,
+        rungs: Sequence[int],
+        trial_number: int,
+        value: float,
+        *,
+        maximize: bool,
+    ) -> tuple[int, int]:
+        return self._client.add_and_rank(
+            self._study_id, bracket, rungs, trial_number, value, maximize
+        )
+
+    def records(self) -> list[RungRecord]:
+        return [RungRecord(*record) for record in self._client.records(self._study_id)]
 
 
 # --------------------------------------------------------------------------------------------

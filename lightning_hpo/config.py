@@ -12,10 +12,12 @@ A config is a small YAML file (see ``configs/quickstart.yaml``)::
       lr: {loguniform: [0.01, 1.0]}
       batch_size: {randint: [32, 256]}
     initial: [{lr: 0.1, batch_size: 128}]
-    sampler: random                     # random | tpe | gp, or {name: tpe, seed: 0}
+    sampler: random                     # random | tpe | gp, or {name: tpe, seed: 0}, or
+                                        # {class: "package.module:Class", <its args>...}
     pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
     devices: {per_trial: 1, trials_per_device: 1}
     stop: {n_trials: 20, max_wallclock_time: 600}
+    trainer: {logger: tensorboard}      # tensorboard | csv (default: tensorboard if installed)
 
 Loading is :func:`load_config` (path + ``--set key.sub=value`` overrides); every problem is a
 :class:`~lightning_hpo.errors.ConfigError` naming the field. Checks that need the model and data
@@ -42,17 +44,22 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib.resources
+import importlib.util
+import inspect
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.space import Space, check_in_space, parse_space
+
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
 
 __all__ = [
     "CONFIG_DIR",
@@ -69,6 +76,8 @@ __all__ = [
     "parse_config",
     "read_yaml",
     "resolve_config",
+    "sampler_class",
+    "sampler_kwargs",
     "shipped_configs",
 ]
 
@@ -92,6 +101,11 @@ TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "check_val_every_n_epoch": int,
     "log_every_n_steps": int,
 }
+#: ``trainer.logger``: where each trial's epochs are logged besides its ``metrics.csv`` (always
+#: written): ``tensorboard`` adds a TensorBoard run per trial under ``run_dir/<study>/``.
+LOGGERS = ("tensorboard", "csv")
+#: The command that installs what ``trainer.logger: tensorboard`` needs.
+TENSORBOARD_INSTALL = "pip install 'lightning-async-hpo[tensorboard]'"
 
 
 def _shipped_config_dir() -> Path:
@@ -242,7 +256,7 @@ class Config:
     direction: Literal["minimize", "maximize"]
     space: Space
     initial: list[dict[str, Any]]
-    sampler: Literal["random", "tpe", "gp"]
+    sampler: str  # a name of SAMPLERS, or a "package.module:Class" path
     seed: int | None
     pruner: PrunerSpec
     devices: DevicesSpec
@@ -252,6 +266,10 @@ class Config:
     raw: dict[str, Any] = field(repr=False, compare=False)
     checkpoint: CheckpointSpec = field(default_factory=CheckpointSpec)
     heartbeat: HeartbeatSpec | None = None
+    #: Constructor arguments of a ``"package.module:Class"`` sampler (never ``seed``); ``{}``.
+    sampler_args: dict[str, Any] = field(default_factory=dict)
+    #: ``trainer.logger`` resolved: ``tensorboard`` or ``csv`` (never passed to the Trainer).
+    logger: Literal["tensorboard", "csv"] = "csv"
 
     @property
     def study_dir(self) -> Path:
@@ -499,6 +517,12 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
     if not isinstance(raw, Mapping):
         raise ConfigError("heartbeat", f"must be a mapping, got {raw!r}")
     _check_keys(raw, ("interval", "grace_period"), "heartbeat")
+    if storage.startswith("grpc://"):
+        raise ConfigError(
+            "heartbeat",
+            "is not carried by the gRPC proxy (Optuna's proxy has no heartbeat call); give the "
+            "launchers the database URL, or leave heartbeat out",
+        )
     if "://" not in storage or storage.startswith("sqlite"):
         raise ConfigError(
             "heartbeat",
@@ -566,19 +590,155 @@ def _stop(raw: Any) -> StopSpec:
 def _trainer(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise ConfigError("trainer", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, tuple(TRAINER_KEYS), "trainer")
+    _check_keys(raw, (*TRAINER_KEYS, "logger"), "trainer")
     for key, value in raw.items():
-        types = TRAINER_KEYS[key]
+        types = TRAINER_KEYS.get(key)
+        if types is None:  # trainer.logger: a choice, see _trainer_logger
+            continue
         if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
             raise ConfigError(f"trainer.{key}", f"has the wrong type: {value!r}")
     return dict(raw)
 
 
-def _sampler(raw: Any, seed: Any) -> tuple[str, int | None]:
-    name, args = _named(raw, "sampler", "random")
-    _check_keys(args, ("seed",), "sampler")
-    seed = args.get("seed", seed)
-    return _choice(name, "sampler.name", SAMPLERS), _int(seed, "sampler.seed", 0, optional=True)
+def _tensorboard_available() -> bool:
+    """Whether the ``tensorboard`` package is installed (found, not imported: no torch here).
+
+    Lightning's ``TensorBoardLogger`` writes with ``torch.utils.tensorboard``, which needs it.
+    """
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def _trainer_logger(value: Any) -> str:
+    """``trainer.logger`` -> ``tensorboard`` or ``csv``; left out: ``tensorboard`` when the
+    package is installed, else ``csv``."""
+    if value is None:
+        return "tensorboard" if _tensorboard_available() else "csv"
+    name = _choice(value, "trainer.logger", LOGGERS)
+    if name == "tensorboard" and not _tensorboard_available():
+        raise ConfigError(
+            "trainer.logger",
+            f"is tensorboard, but the tensorboard package is not installed: {TENSORBOARD_INSTALL} "
+            "(or set trainer.logger: csv)",
+        )
+    return name
+
+
+def _is_yaml_value(value: Any) -> bool:
+    """Whether ``value`` is what YAML (and JSON, which carries the config to workers) holds."""
+    if isinstance(value, list):
+        return all(_is_yaml_value(item) for item in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _is_yaml_value(v) for k, v in value.items())
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
+    """``sampler:`` -> (built-in name or class path, the class's arguments, seed).
+
+    ``random | tpe | gp``, ``{name: random|tpe|gp, seed: N}``, or ``{class: "package.module:
+    Class", seed: N, <constructor arguments>...}``. Pure: the class is imported by
+    :func:`check_against_registry`.
+    """
+    wanted = "a 'package.module:Class' path to an optuna.samplers.BaseSampler subclass"
+    if isinstance(raw, Mapping) and "class" in raw:
+        args = dict(raw)
+        name = args.pop("class")
+        if "name" in args:
+            raise ConfigError("sampler.name", "give sampler.name (a built-in sampler) or "
+                              "sampler.class (your own), not both")
+        module_name, colon, attr = name.partition(":") if isinstance(name, str) else ("", "", "")
+        if not (colon and module_name and attr):
+            raise ConfigError("sampler.class", f"is {name!r}, but must be {wanted}")
+    else:
+        name, args = _named(raw, "sampler", "random")
+        if name not in SAMPLERS:
+            hint = (f"; a sampler class goes in sampler.class: {{class: {name!r}}}"
+                    if ":" in name else f", or sampler.class: {wanted}")
+            raise ConfigError("sampler.name", f"is {name!r}; allowed: {', '.join(SAMPLERS)}{hint}")
+    seed = _int(args.pop("seed", seed), "sampler.seed", 0, optional=True)
+    if name in SAMPLERS:
+        _check_keys(args, ("name", "seed"), "sampler")
+        return name, {}, seed
+    for key, value in args.items():
+        if not isinstance(key, str) or not _is_yaml_value(value):
+            raise ConfigError(f"sampler.{key}", f"is {value!r}, but must be a YAML value "
+                              "(number, string, bool, null, or a list or mapping of them)")
+    return name, args, seed
+
+
+def sampler_class(name: str) -> type[BaseSampler]:
+    """The Optuna sampler class of ``sampler.name`` (built-in) or ``sampler.class`` (a path).
+
+    Imports Optuna and, for a ``"package.module:Class"`` path, that module (which must be
+    importable where the launcher and its workers run: on ``PYTHONPATH``, or in the folder
+    ``python -m lightning_hpo.launch`` is started from).
+
+    Raises:
+        ConfigError: ``sampler.class`` when the module cannot be imported, has no such class, or
+            the class is not an ``optuna.samplers.BaseSampler`` subclass.
+
+    Example::
+
+        >>> sampler_class("tpe").__name__, sampler_class("optuna.samplers:QMCSampler").__name__
+        ('TPESampler', 'QMCSampler')
+    """
+    import optuna
+
+    from lightning_hpo._registry import _resolve_class
+
+    builtin: dict[str, type[BaseSampler]] = {
+        "random": optuna.samplers.RandomSampler, "tpe": optuna.samplers.TPESampler,
+        "gp": optuna.samplers.GPSampler,
+    }
+    key = "class" if ":" in name else "name"
+    return _resolve_class("sampler", name, builtin, optuna.samplers.BaseSampler, key)
+
+
+def sampler_kwargs(cfg: Config, seed: int | None) -> dict[str, Any]:
+    """The arguments :func:`lightning_hpo.launch.study.build_sampler` builds the sampler with:
+    ``cfg.sampler_args``, plus ``seed`` when the class takes one (a ``**kwargs`` class does).
+
+    Args:
+        cfg: a parsed config.
+        seed: the seed for this worker's sampler (None: unseeded).
+
+    Raises:
+        ConfigError: ``sampler.class`` for a bad class (:func:`sampler_class`),
+            ``sampler.<key>`` for an argument the constructor does not take or a required one
+            left out, ``sampler.seed`` when ``sampler.seed`` is set but the class takes none.
+
+    Example::
+
+        >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"},
+        ...     "space": {"lr": {"loguniform": [0.01, 1.0]}}, "pruner": "none",
+        ...     "trainer": {"max_epochs": 3}, "stop": {"n_trials": 4},
+        ...     "sampler": {"class": "optuna.samplers:QMCSampler", "scramble": True}})
+        >>> sampler_kwargs(cfg, 7)
+        {'scramble': True, 'seed': 7}
+    """
+    from lightning_hpo._registry import _accepts_any_keyword, _init_parameters
+
+    cls = sampler_class(cfg.sampler)
+    params = _init_parameters(cls)
+    any_keyword = _accepts_any_keyword(cls)
+    if not any_keyword:
+        allowed = ", ".join(key for key in params if key != "seed") or "none"
+        for key in cfg.sampler_args:
+            if key not in params or key == "seed":
+                raise ConfigError(
+                    f"sampler.{key}", f"unknown argument of {cfg.sampler!r}; allowed: {allowed}"
+                )
+    for key, param in params.items():
+        if param.default is inspect.Parameter.empty and key not in (*cfg.sampler_args, "seed"):
+            raise ConfigError(f"sampler.{key}", f"is required by {cfg.sampler!r} but was not given")
+    kwargs = dict(cfg.sampler_args)
+    if "seed" in params or any_keyword:
+        kwargs["seed"] = seed
+    else:  # the top-level seed (also the trials' training seed) is not an error here
+        section = cfg.raw.get("sampler")
+        if isinstance(section, Mapping) and section.get("seed") is not None:
+            raise ConfigError("sampler.seed", f"is set, but {cfg.sampler!r} takes no seed")
+    return kwargs
 
 
 def _initial(raw: Any, space: Space) -> list[dict[str, Any]]:
@@ -628,12 +788,13 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     if overlap:
         raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
     initial = _initial(_section(raw, "initial", []), space)
-    sampler, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
+    sampler, sampler_args, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
     pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
     devices = _devices(_section(raw, "devices", {}))
     stop = _stop(_section(raw, "stop", {}))
     trainer = _trainer(_section(raw, "trainer", {}))
     max_epochs = trainer.pop("max_epochs", None)
+    logger = _trainer_logger(trainer.pop("logger", None))
     if pruner.name != "none" and pruner.max_resource is not None:
         if max_epochs is not None and max_epochs != pruner.max_resource:
             raise ConfigError(
@@ -659,11 +820,12 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     return Config(
         study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
         data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]
-        space=space, initial=initial, sampler=sampler, seed=seed,  # type: ignore[arg-type]
+        space=space, initial=initial, sampler=sampler, seed=seed, sampler_args=sampler_args,
         pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
         raw=copy.deepcopy(dict(raw)),
         checkpoint=checkpoint,
         heartbeat=_heartbeat(raw.get("heartbeat"), storage),
+        logger=logger,  # type: ignore[arg-type]
     )
 
 
@@ -683,12 +845,22 @@ def check_against_registry(cfg: Config) -> None:
 
     Builds the model and the data module once at the low end and once at the high end of every
     range, so a fixed argument or a range the class refuses (``dropout_1: {uniform: [0, 1.5]}``)
-    is reported before anything runs. Imports torch and Lightning (a few seconds); the launcher
-    calls it once, before anything is written to the storage.
+    is reported before anything runs, and builds the sampler once (a ``"package.module:Class"``
+    sampler's ``ValueError`` or ``TypeError`` becomes a ``sampler`` error). Imports torch and
+    Lightning (a few seconds); the launcher calls it once, before anything is written to the
+    storage.
 
     Raises:
-        ConfigError: naming ``model.*``, ``data.*``, ``space.*`` or ``metric``.
+        ConfigError: naming ``model.*``, ``data.*``, ``space.*``, ``metric`` or ``sampler.*``.
     """
+    kwargs = sampler_kwargs(cfg, cfg.seed)
+    try:
+        sampler_class(cfg.sampler)(**kwargs)
+    except ConfigError:  # a class that names its own field
+        raise
+    except (ValueError, TypeError) as error:
+        raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
+                          f"{error}") from error
     from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
     from lightning_hpo.models import build_model, model_class, model_hyperparameters
 

@@ -1,8 +1,10 @@
 """Storage specs: one string names any Optuna storage, and its password never gets printed.
 
 A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:///runs/a.db``,
-``postgresql://user:secret@host/db``); any other string is the path of a journal file, Optuna's
-fastest storage for one machine (``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
+``postgresql://user:secret@host/db``), or ``grpc://host:port``, Optuna's gRPC storage proxy in
+front of one (``python -m lightning_hpo.proxy``: many workers, one set of database connections);
+any other string is the path of a journal file, Optuna's fastest storage for one machine
+(``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
 
 :class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
 lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
@@ -54,7 +56,11 @@ def mask_text(text: str, spec: str) -> str:
     return text
 
 
-Kind = Literal["journal", "sqlite", "sqlite-memory", "server"]
+Kind = Literal["journal", "sqlite", "sqlite-memory", "server", "grpc"]
+
+GRPC_SCHEME = "grpc://"
+DEFAULT_PROXY_PORT = 13000  # Optuna's default for run_grpc_proxy_server and GrpcStorageProxy
+_PROXY_WAIT = 10.0  # seconds to wait for a proxy to answer before saying it cannot be reached
 
 
 @dataclass(frozen=True)
@@ -79,12 +85,48 @@ class StorageSpec:
 
     @property
     def is_rdb(self) -> bool:
-        """True for an SQLAlchemy URL (Optuna ``RDBStorage``), False for a journal file path."""
-        return "://" in self.text
+        """True for an SQLAlchemy URL (Optuna ``RDBStorage``); False for a journal file path and
+        for a gRPC proxy (whatever database is behind it)."""
+        return "://" in self.text and not self.is_proxy
+
+    @property
+    def is_proxy(self) -> bool:
+        """True for ``grpc://host:port``: Optuna's gRPC storage proxy."""
+        return self.text.startswith(GRPC_SCHEME)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """``(host, port)`` of a ``grpc://host[:port]`` spec (port 13000 when left out).
+
+        Raises:
+            ConfigError: not a ``grpc://`` spec, or not of the form ``grpc://host:port``.
+
+        Example::
+
+            >>> StorageSpec("grpc://10.0.0.5:13001").address
+            ('10.0.0.5', 13001)
+        """
+        from urllib.parse import urlsplit
+
+        wanted = "must be grpc://HOST:PORT (e.g. grpc://localhost:13000)"
+        if not self.is_proxy:
+            raise ConfigError("storage", f"{self.masked} is not a gRPC proxy: it {wanted}")
+        try:
+            url = urlsplit(self.text)
+            host, port = url.hostname, url.port
+        except ValueError as error:  # a port that is not a number in 0-65535
+            raise ConfigError("storage", f"{self.masked} {wanted} ({error})") from None
+        extra = url.path not in ("", "/") or url.query or url.fragment or url.username
+        if not host or extra or port == 0:
+            raise ConfigError("storage", f"{self.masked} {wanted}")
+        return host, DEFAULT_PROXY_PORT if port is None else port
 
     @property
     def kind(self) -> Kind:
-        """``journal``, ``sqlite`` (a file), ``sqlite-memory`` or ``server`` (PostgreSQL, MySQL)."""
+        """``journal``, ``sqlite`` (a file), ``sqlite-memory``, ``server`` (PostgreSQL, MySQL) or
+        ``grpc`` (a gRPC storage proxy)."""
+        if self.is_proxy:
+            return "grpc"
         if not self.is_rdb:
             return "journal"
         if not self.text.startswith("sqlite:"):
@@ -95,8 +137,10 @@ class StorageSpec:
     def path(self) -> Path | None:
         """The file on this machine that holds the storage: a journal file or an SQLite database.
 
-        None for a database server (PostgreSQL, MySQL) and for in-memory SQLite.
+        None for a database server (PostgreSQL, MySQL), a gRPC proxy and in-memory SQLite.
         """
+        if self.is_proxy:
+            return None
         if not self.is_rdb:
             return Path(self.text)
         if not self.text.startswith("sqlite:"):
@@ -137,7 +181,7 @@ class StorageSpec:
         Returns:
             What is there, for the launcher's plan: ``"new journal file"``, ``"journal file, 1
             study"``, ``"new SQLite database"``, ``"SQLite database"``, ``"in-memory SQLite"``,
-            ``"server reachable"``.
+            ``"server reachable"``, ``"gRPC proxy reachable (PostgreSQL behind it)"``.
 
         Raises:
             ConfigError: ``storage: ...`` naming the masked spec and what is wrong.
@@ -152,6 +196,8 @@ class StorageSpec:
             path, kind = self.path, self.kind
             if kind == "sqlite-memory":
                 return "in-memory SQLite"
+            if kind == "grpc":
+                return _check_proxy(self)
             if path is None:
                 _ping(spec)
                 return "server reachable"
@@ -177,7 +223,8 @@ class StorageSpec:
 
         RDB URLs open with a 60 s SQLite lock wait (several processes write at once), a
         PostgreSQL connect timeout, and a retry when two processes race to create Optuna's
-        tables in a new database.
+        tables in a new database. A ``grpc://`` spec opens Optuna's ``GrpcStorageProxy`` once
+        the proxy answers (10 s at most).
 
         Args:
             create: make a missing journal file or SQLite database (and its parent folder).
@@ -202,6 +249,8 @@ class StorageSpec:
                 _check_local(path, spec)
                 if create:
                     path.parent.mkdir(parents=True, exist_ok=True)
+            if self.is_proxy:
+                return _open_proxy(self)
             if self.is_rdb:
                 return _open_rdb(spec, heartbeat)
             return _open_journal(Path(spec), spec)
@@ -291,6 +340,47 @@ def _ping(spec: str) -> None:
             connection.execute(sa.text("SELECT 1"))
     finally:
         engine.dispose()
+
+
+def _open_proxy(spec: StorageSpec) -> BaseStorage:
+    """Optuna's ``GrpcStorageProxy`` at the spec's address, once the server answers.
+
+    Raises:
+        ConfigError: grpc is not installed, or nothing answers at the address within 10 s.
+    """
+    host, port = spec.address
+    try:
+        import grpc  # noqa: F401  (the grpc extra)
+    except ImportError:
+        raise ConfigError(
+            "storage", f"{spec.masked} needs grpcio: pip install 'lightning-async-hpo[grpc]'"
+        ) from None
+    with warnings.catch_warnings():  # the proxy is "experimental" in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        storage = optuna.storages.GrpcStorageProxy(host=host, port=port)
+    try:
+        storage.wait_server_ready(timeout=_PROXY_WAIT)
+    except ConnectionError:
+        storage.close()
+        raise ConfigError(
+            "storage",
+            f"cannot open {spec.masked}: no gRPC proxy answers at {host}:{port} within "
+            f"{_PROXY_WAIT:.0f} s (start one: python -m lightning_hpo.proxy STORAGE --port {port})",
+        ) from None
+    return storage
+
+
+def _check_proxy(spec: StorageSpec) -> str:
+    """Reach the proxy and lightning_hpo's service on it; what is behind it, in words."""
+    from lightning_hpo._proxy_client import ProxyClient
+
+    storage = _open_proxy(spec)
+    try:
+        backend = ProxyClient(storage).hello().get("backend", "?")
+    finally:
+        storage.close()  # type: ignore[attr-defined]
+    behind = {"sqlite": "an SQLite database", "server": "a database server"}.get(backend, backend)
+    return f"gRPC proxy reachable ({behind} behind it)"
 
 
 _MAX_RECORD_BYTES = 1 << 24  # a first line longer than 16 MiB is not a journal record

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import optuna
 import pytest
 
 from lightning_hpo.config import (
     CONFIG_DIR,
     DEFAULT_CONFIG,
+    Config,
     apply_overrides,
     check_against_registry,
     load_config,
@@ -18,6 +21,7 @@ from lightning_hpo.config import (
     shipped_configs,
 )
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.study import build_sampler, stored_config
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -304,3 +308,161 @@ def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
     )
     cfg = load_config(path, ["space.momentum={uniform: [0, 9e-1]}"])
     assert cfg.space["lr"].low == 0.001 and cfg.space["momentum"].high == 0.9
+
+
+# ---------------------------------------------------------------------------------------------
+# trainer.logger (tests/test_tensorboard.py runs both through the launcher)
+
+
+@pytest.mark.parametrize("installed", [True, False], ids=["tensorboard-installed", "not-installed"])
+def test_the_default_logger_is_tensorboard_when_installed(
+    installed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lightning_hpo.config._tensorboard_available", lambda: installed)
+    cfg = parse_config(BASE)
+    assert cfg.logger == ("tensorboard" if installed else "csv")
+    assert "logger" not in cfg.trainer  # a launcher setting, never a Trainer argument
+    assert parse_config(_with("trainer.logger", "csv")).logger == "csv"
+
+
+def test_the_logger_is_a_launcher_setting_next_to_trainer_arguments() -> None:
+    cfg = parse_config(apply_overrides(BASE, ["trainer.logger=csv", "trainer.precision=32"]))
+    assert (cfg.logger, cfg.trainer) == ("csv", {"precision": 32})
+    assert cfg.raw["trainer"] == {"logger": "csv", "precision": 32}  # the study keeps it
+
+
+@pytest.mark.parametrize("value", ["wandb", "TensorBoard", "true", "[csv]"],
+                         ids=["unknown", "case", "bool", "list"])
+def test_a_bad_logger_is_one_error_naming_the_choices(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(_with("trainer.logger", value))
+    assert info.value.field == "trainer.logger"
+    assert info.value.message.endswith("; allowed: tensorboard, csv"), info.value
+    assert "\n" not in str(info.value)
+
+
+def test_tensorboard_asked_for_but_not_installed_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("lightning_hpo.config._tensorboard_available", lambda: False)
+    with pytest.raises(ConfigError) as info:
+        parse_config(_with("trainer.logger", "tensorboard"))
+    assert info.value.field == "trainer.logger" and "\n" not in str(info.value)
+    assert "pip install 'lightning-async-hpo[tensorboard]'" in info.value.message
+    assert "trainer.logger: csv" in info.value.message
+
+
+# --- sampler: {name: "package.module:Class", <its arguments>...} ----------------------------
+
+
+class SeededSampler(optuna.samplers.RandomSampler):
+    """A sampler class path the tests name as ``test_config:SeededSampler``: one required
+    argument, one optional, and a seed; refuses a negative ``width``."""
+
+    def __init__(self, width: float, rounds: int = 1, seed: int | None = None) -> None:
+        if width < 0:
+            raise ValueError(f"width must be >= 0, got {width}")
+        super().__init__(seed=seed)
+        self.width, self.rounds, self.seed = width, rounds, seed
+
+
+class SeedlessSampler(optuna.samplers.RandomSampler):
+    """A sampler class that takes no seed (``test_config:SeedlessSampler``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+def _sampler_cfg(sampler: object, **extra: object) -> Config:
+    return parse_config({**BASE, "sampler": sampler, **extra})
+
+
+def test_a_sampler_class_path_is_built_with_its_arguments_and_a_seed_per_worker() -> None:
+    cfg = _sampler_cfg({"class": "test_config:SeededSampler", "width": 0.5, "seed": 3})
+    assert (cfg.sampler, cfg.sampler_args, cfg.seed) == ("test_config:SeededSampler",
+                                                         {"width": 0.5}, 3)
+    check_against_registry(cfg)
+    samplers = [build_sampler(cfg, worker_offset) for worker_offset in (0, 1, 2)]
+    assert all(type(s) is SeededSampler for s in samplers)
+    assert [(s.width, s.rounds, s.seed) for s in samplers] == [
+        (0.5, 1, 3), (0.5, 1, 3 + 7919), (0.5, 1, 3 + 2 * 7919)]
+    # The seed may come from the top level; without any the sampler is unseeded.
+    top_level = _sampler_cfg({"class": "test_config:SeededSampler", "width": 1}, seed=5)
+    unseeded = _sampler_cfg({"class": "test_config:SeededSampler", "width": 1})
+    assert [build_sampler(top_level, 1).seed, build_sampler(unseeded).seed] == [5 + 7919, None]
+    # A bare class path is a sampler with no arguments; a top-level seed is not passed to a
+    # class that takes none (it still seeds the trials' training).
+    cfg = _sampler_cfg({"class": "test_config:SeedlessSampler"}, seed=1)
+    check_against_registry(cfg)
+    assert type(build_sampler(cfg, 1)) is SeedlessSampler
+
+
+def test_a_sampler_class_path_config_stays_json_for_the_study_and_the_workers() -> None:
+    cfg = _sampler_cfg({"class": "test_config:SeededSampler", "width": 0.5,
+                        "rounds": 2, "seed": 3})
+    stored = json.loads(json.dumps(stored_config(cfg)))
+    assert stored["sampler"] == {"class": "test_config:SeededSampler", "width": 0.5,
+                                 "rounds": 2, "seed": 3}
+    assert parse_config(json.loads(json.dumps(cfg.raw))) == cfg  # what a worker parses
+
+
+def test_the_built_in_samplers_are_unchanged() -> None:
+    for raw, kind in (("random", optuna.samplers.RandomSampler),
+                      ({"name": "tpe", "seed": 2}, optuna.samplers.TPESampler),
+                      ("gp", optuna.samplers.GPSampler)):
+        cfg = _sampler_cfg(raw)
+        assert cfg.sampler_args == {} and type(build_sampler(cfg)) is kind
+
+
+@pytest.mark.parametrize(
+    ("sampler", "field", "message"),
+    [
+        pytest.param("local_search", "sampler.name",
+                     "is 'local_search'; allowed: random, tpe, gp, or sampler.class: a "
+                     "'package.module:Class' path to an optuna.samplers.BaseSampler subclass",
+                     id="unknown-name"),
+        pytest.param({"class": "local_search"}, "sampler.class",
+                     "is 'local_search', but must be a 'package.module:Class' path",
+                     id="no-colon"),
+        pytest.param({"class": ":SeededSampler"}, "sampler.class", "is ':SeededSampler', but",
+                     id="no-module"),
+        pytest.param({"class": 3}, "sampler.class", "is 3, but must be", id="not-a-string"),
+        pytest.param({"class": "no_such_module:Sampler"}, "sampler.class",
+                     "cannot import module 'no_such_module' (No module named 'no_such_module')",
+                     id="missing-module"),
+        pytest.param({"class": "test_config:NoSuchSampler"}, "sampler.class",
+                     "module 'test_config' has no attribute 'NoSuchSampler'",
+                     id="missing-class"),
+        pytest.param({"class": "optuna.pruners:NopPruner"}, "sampler.class",
+                     "'optuna.pruners:NopPruner' is not a BaseSampler subclass",
+                     id="not-a-sampler"),
+        pytest.param("test_config:SeededSampler", "sampler.name",
+                     "a sampler class goes in sampler.class: {class: 'test_config:SeededSampler'}",
+                     id="class-path-as-name"),
+        pytest.param({"class": "test_config:SeededSampler", "name": "tpe"}, "sampler.name",
+                     "not both", id="name-and-class"),
+        pytest.param({"class": "test_config:SeededSampler", "width": 1, "depth": 2},
+                     "sampler.depth", "unknown argument of 'test_config:SeededSampler'; "
+                     "allowed: width, rounds", id="bad-kwarg"),
+        pytest.param({"class": "test_config:SeededSampler"}, "sampler.width",
+                     "is required by 'test_config:SeededSampler' but was not given",
+                     id="missing-kwarg"),
+        pytest.param({"class": "test_config:SeededSampler", "width": -1}, "sampler",
+                     "'test_config:SeededSampler' refused its arguments {'width': -1, "
+                     "'seed': None}: width must be >= 0, got -1", id="refused-value"),
+        pytest.param({"class": "test_config:SeedlessSampler", "seed": 0}, "sampler.seed",
+                     "is set, but 'test_config:SeedlessSampler' takes no seed", id="no-seed"),
+        pytest.param({"name": "tpe", "n_startup_trials": 3}, "sampler.n_startup_trials",
+                     "unknown field; allowed: name, seed", id="built-in-kwarg"),
+        pytest.param({"class": "test_config:SeededSampler", "width": object()}, "sampler.width",
+                     "but must be a YAML value", id="not-yaml"),
+    ],
+)
+def test_bad_sampler_class_paths_are_one_line_errors(
+    sampler: object, field: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(_sampler_cfg(sampler))  # parse_config raises some already
+    assert info.value.field == field
+    assert message in info.value.message, info.value.message
+    assert "\n" not in str(info.value)

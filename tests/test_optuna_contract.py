@@ -340,3 +340,33 @@ def test_attrs_out_of_insertion_order_are_an_error_not_a_wrong_count() -> None:
             trial.report(value, 1)
             decisions.append(trial.should_prune())
     assert decisions  # the first decisions, before a second record was read, went through
+
+
+def test_the_grpc_proxy_pieces_we_build_on_are_there(tmp_path: Path) -> None:
+    """``lightning_hpo.proxy`` builds Optuna's servicer into its own server, and the client side
+    calls our service on ``GrpcStorageProxy._channel`` and finds the address in ``_host`` and
+    ``_port``; Optuna's servicer maps a finished trial's update to FAILED_PRECONDITION, which
+    its client raises as ``UpdateFinishedTrialError`` (what a claim relies on)."""
+    pytest.importorskip("grpc")
+    import grpc
+    from optuna.storages import GrpcStorageProxy
+    from optuna.storages._grpc.auto_generated import api_pb2_grpc
+    from optuna.storages._grpc.servicer import OptunaStorageProxyService
+
+    from lightning_hpo.proxy import serve
+
+    assert callable(api_pb2_grpc.add_StorageServiceServicer_to_server)
+    assert callable(OptunaStorageProxyService)
+    server, port = serve(f"sqlite:///{tmp_path / 'p.db'}", host="127.0.0.1", port=0)
+    try:
+        client = GrpcStorageProxy(host="127.0.0.1", port=port)
+        assert isinstance(client._channel, grpc.Channel)
+        assert (client._host, client._port) == ("127.0.0.1", port)
+        study = optuna.create_study(storage=client)
+        trial = study.ask()
+        study.tell(trial, 1.0)
+        with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+            client.set_trial_state_values(trial._trial_id, state=TrialState.RUNNING)
+        client.close()
+    finally:
+        server.stop(None)

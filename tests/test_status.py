@@ -203,3 +203,19 @@ def test_summary_counts_paused_trials_apart_from_running(best: str, whose: str) 
                for line in lines), lines
     (seen,) = [line for line in lines if line.startswith("Best validation_error seen at any")]
     assert f"0.0100 ({whose})" in seen, seen
+
+
+@pytest.mark.parametrize(("logger", "storage", "tensorboard", "dashboard"), [
+    ("tensorboard", "runs/q.journal", True, "Dashboard: optuna-dashboard runs/q.journal"),
+    ("csv", "sqlite:///q.db", False, "Dashboard: optuna-dashboard sqlite:///q.db"),
+    ("csv", "grpc://proxy:13000", False, "Dashboard: optuna-dashboard DATABASE_URL (the proxy's"),
+])
+def test_summary_names_the_commands_that_open_the_study(
+    logger: str, storage: str, tensorboard: bool, dashboard: str
+) -> None:
+    """The TensorBoard command when trials log there; optuna-dashboard's, which needs the
+    database behind a gRPC proxy (it does not speak gRPC)."""
+    cfg = load_config("configs/quickstart.yaml", [f"trainer.logger={logger}", f"storage={storage}"])
+    lines = summary(cfg, _study_with_pauses("paused"), None, "all trials done")
+    assert (f"TensorBoard: tensorboard --logdir {cfg.study_dir}" in lines) is tensorboard
+    assert any(line.startswith(dashboard) for line in lines), lines

@@ -272,7 +272,10 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "
         f"(worker logs: {cfg.study_dir}/workers/)",
-        f"Dashboard: optuna-dashboard {storage}",
+        f"Dashboard: optuna-dashboard {storage}" if not storage.startswith("grpc://") else
+        "Dashboard: optuna-dashboard DATABASE_URL (the proxy's database; it does not speak gRPC)",
         f"Report:    python -m lightning_hpo.report --storage {storage} --study {cfg.study}",
     ]
+    if cfg.logger == "tensorboard":
+        lines.append(f"TensorBoard: tensorboard --logdir {cfg.study_dir}")
     return lines

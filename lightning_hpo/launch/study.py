@@ -7,10 +7,11 @@ wins the creation (Optuna's unique study name decides) enqueues the ``initial`` 
 then one empty *ticket* per remaining trial: WAITING trials whose unset hyperparameters the sampler
 fills in when a worker claims them. Creating or loading the study and topping up its queue happen
 under one lock per study (:func:`study_lock`: an advisory lock on PostgreSQL and MySQL, a file
-lock beside an SQLite database or journal file), so two launchers starting together never both
-count the queue short and enqueue twice. A worker claims a ticket by moving it from WAITING to
-RUNNING, which the storage allows once (for SQLite, whose reads are not locked, a file lock beside
-the database serialises claims on the machine). When no ticket is left the budget is spent,
+lock beside an SQLite database or journal file, the same lock taken by a gRPC proxy), so two
+launchers starting together never both count the queue short and enqueue twice. A worker claims
+a ticket by moving it from WAITING to RUNNING, which the storage allows once (for SQLite, whose
+reads are not locked, a file lock beside the database serialises claims on the machine; through
+a gRPC proxy the proxy claims, in one call). When no ticket is left the budget is spent,
 whatever the number of launchers. Resuming with a larger ``n_trials`` tops the queue up;
 ``initial`` configurations are never enqueued again. A run stopped by its wall-clock budget leaves
 its unclaimed tickets WAITING: they are the queue the next run takes.
@@ -19,20 +20,18 @@ its unclaimed tickets WAITING: they are the queue the next run takes.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import socket
 import time
-import zlib
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
+from lightning_hpo._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
 from lightning_hpo._optuna import (
     OptunaContractError,
     claim_waiting_trial,
@@ -41,7 +40,8 @@ from lightning_hpo._optuna import (
     trial_id_of,
     unwrap_storage,
 )
-from lightning_hpo.config import Config
+from lightning_hpo._proxy_client import proxy_client
+from lightning_hpo.config import Config, sampler_class, sampler_kwargs
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import StorageSpec, mask
@@ -61,13 +61,31 @@ _logger = logging.getLogger(__name__)
 
 
 def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSampler:
-    """The config's sampler; each worker gets its own seed so workers do not sample alike."""
+    """The config's sampler; each worker gets its own seed so workers do not sample alike.
+
+    ``sampler.name`` is ``random``, ``tpe`` or ``gp``, or ``sampler.class`` a
+    ``"package.module:Class"`` path, built with the config's other ``sampler.*`` arguments;
+    the seed, ``cfg.seed + 7919 * worker_offset`` (None when the config has none), is passed
+    when the class takes ``seed``.
+    Each worker process builds its own and samples when it claims a trial, reading the study
+    from the storage.
+
+    Raises:
+        ConfigError: ``sampler.*`` for a class path that cannot be built
+            (:func:`~lightning_hpo.config.sampler_kwargs`).
+
+    Example::
+
+        >>> from lightning_hpo.config import parse_config
+        >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"}, "seed": 1,
+        ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}}, "pruner": "none",
+        ...                     "trainer": {"max_epochs": 3}, "stop": {"n_trials": 4},
+        ...                     "sampler": "tpe"})
+        >>> type(build_sampler(cfg, worker_offset=2)).__name__
+        'TPESampler'
+    """
     seed = None if cfg.seed is None else cfg.seed + 7919 * worker_offset
-    if cfg.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=seed)
-    if cfg.sampler == "gp":
-        return optuna.samplers.GPSampler(seed=seed)
-    return optuna.samplers.RandomSampler(seed=seed)
+    return sampler_class(cfg.sampler)(**sampler_kwargs(cfg, seed))
 
 
 def build_pruner(cfg: Config) -> optuna.pruners.BasePruner:
@@ -218,17 +236,6 @@ def _top_up(study: optuna.Study, cfg: Config) -> None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created when missing) for the ``with`` block."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-@contextlib.contextmanager
 def study_lock(
     cfg: Config, storage: optuna.storages.BaseStorage, purpose: str = "setup"
 ) -> Iterator[None]:
@@ -238,12 +245,18 @@ def study_lock(
     ``schedule`` (a pausing scheduler's decision, :mod:`lightning_hpo.launch.scheduler`).
     PostgreSQL and MySQL: a session advisory lock keyed by the purpose and the study name, held
     on a connection of the storage's own engine (every machine on the database sees it). SQLite
-    and journal files: a file lock beside the file (one machine). Other storages: no lock.
+    and journal files: a file lock beside the file (one machine). A gRPC proxy: the proxy takes
+    the same lock on its database for this process, until the block ends or the process dies.
+    Other storages: no lock.
     """
     spec = StorageSpec(cfg.storage)
+    if spec.is_proxy:
+        with proxy_client(unwrap_storage(storage)).lock(purpose, cfg.study):
+            yield
+        return
     lock_path = spec.lock_path(purpose)
     if lock_path is not None:  # a journal file or an SQLite database
-        with _file_lock(lock_path):
+        with file_lock(lock_path):
             yield
         return
     if spec.kind != "server":
@@ -256,36 +269,21 @@ def study_lock(
         raise OptunaContractError(
             f"the storage of {mask(cfg.storage)} has no SQLAlchemy engine to take a lock on"
         )
-    dialect = engine.dialect.name
-    if dialect not in ("postgresql", "mysql"):
+    if engine.dialect.name not in LOCKING_DIALECTS:
         _logger.warning("no cross-process lock on a %s database: run one launcher per study",
-                        dialect)
+                        engine.dialect.name)
         yield
         return
-    import sqlalchemy as sa
-
-    key = zlib.crc32(f"lightning_hpo:{purpose}:{cfg.study}".encode())  # a stable 32-bit key
-    lock, unlock = (
-        ("SELECT pg_advisory_lock(:key)", "SELECT pg_advisory_unlock(:key)")
-        if dialect == "postgresql"
-        else ("SELECT GET_LOCK(CAST(:key AS CHAR), -1)", "SELECT RELEASE_LOCK(CAST(:key AS CHAR))")
-    )
-    with engine.connect() as conn:  # type: ignore[union-attr]
-        conn.execute(sa.text(lock), {"key": key})
-        conn.commit()
-        try:
-            yield
-        finally:
-            conn.execute(sa.text(unlock), {"key": key})
-            conn.commit()
+    with sql_lock(engine, lock_key(purpose, cfg.study)):
+        yield
 
 
-def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[None]:
+def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[bool]:
     """Serialise claims on one SQLite database (its reads take no lock); no-op elsewhere."""
     lock_path = spec.lock_path("claim")
     if spec.kind != "sqlite" or lock_path is None:
-        return contextlib.nullcontext()
-    return _file_lock(lock_path)
+        return contextlib.nullcontext(True)
+    return file_lock(lock_path)
 
 
 def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
@@ -295,7 +293,11 @@ def claim_trial(study: optuna.Study, cfg: Config) -> optuna.Trial | None:
     """
     if cfg.stop.n_trials is None:
         return study.ask()
-    with _claim_lock(StorageSpec(cfg.storage)):
+    spec = StorageSpec(cfg.storage)
+    if spec.is_proxy:  # one call: the proxy claims on its database, serialised there
+        trial_id = proxy_client(unwrap_storage(storage_of(study))).claim(study_id_of(study))
+        return None if trial_id is None else optuna.Trial(study, trial_id)
+    with _claim_lock(spec):
         return claim_waiting_trial(study)
 
 

@@ -49,6 +49,7 @@ import lightning as L
 import optuna
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
@@ -62,6 +63,7 @@ from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
 from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
+from lightning_hpo.launch._tblog import TrialTensorBoardLogger
 from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
@@ -293,6 +295,12 @@ def train(
         trial_dir / "resume.ckpt", every=cfg.checkpoint.every, rungs=progress.rungs,
         on_save=progress.saved,
     )
+    resume_epoch = progress.from_epoch if segment.checkpoint else None
+    # metrics.csv always (the report and tests read it), first: trainer.log_dir is trial_dir.
+    loggers: list[Logger] = [SegmentCSVLogger(trial_dir, resume_epoch)]
+    if cfg.logger == "tensorboard":  # one TensorBoard run per trial, in the same folder
+        loggers.append(TrialTensorBoardLogger(
+            trial_dir, params=params, metric=cfg.metric, resume_epoch=resume_epoch))
     per_trial = len(spec.devices)
     trainer = L.Trainer(
         accelerator="gpu" if spec.kind == "gpu" else "cpu",
@@ -301,7 +309,7 @@ def train(
         max_epochs=segment.to_epoch or cfg.max_epochs,
         callbacks=[cores, pruning, progress, checkpoint, RandomState(), resume],
         plugins=[_CheckpointIO()],
-        logger=SegmentCSVLogger(trial_dir, progress.from_epoch if segment.checkpoint else None),
+        logger=loggers,
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,

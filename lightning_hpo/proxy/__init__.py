@@ -1,0 +1,109 @@
+"""``python -m lightning_hpo.proxy STORAGE``: Optuna's gRPC storage proxy, plus lightning_hpo's.
+
+Hundreds of workers each holding database connections can exhaust a PostgreSQL server. Optuna's
+gRPC storage proxy (Optuna 4.2+) puts one process in front of the database: workers talk to it
+(``storage: grpc://host:port``) and it alone holds connections. This server is Optuna's proxy
+with a second service on the same port, ``lightning_hpo.Proxy``
+(:mod:`lightning_hpo.proxy._service`), for what Optuna's storage API does not carry:
+
+* ASHA's and Hyperband's rung records, kept in the database's own records table, as launchers
+  on the database keep them (they and launchers through the proxy share the records);
+* the launcher's claims (WAITING -> RUNNING, serialised on SQLite as on the database);
+* the launcher's ``setup``/``schedule`` study locks, taken on the database (an advisory lock
+  on PostgreSQL and MySQL, a file lock beside SQLite) on behalf of a launcher, for as long as
+  its call lasts: a launcher that dies lets go.
+
+A plain ``optuna.storages.run_grpc_proxy_server`` serves studies too, but a launcher or an ASHA
+pruner behind it stops with ``storage: the gRPC proxy at ... has no lightning_hpo service``.
+
+The storage behind the proxy is an SQLite database or a database server. Optuna's proxy does not
+serve journal files (Optuna issue 6084); Optuna's RDB heartbeat is not carried either, so
+``heartbeat:`` needs the database URL, not the proxy.
+
+Example::
+
+    python -m lightning_hpo.proxy postgresql://hpo:secret@db/studies --host 0.0.0.0 --port 13000
+    # on every machine:  storage: grpc://proxy-host:13000   in the config
+
+or in Python::
+
+    server, port = serve("sqlite:///runs/all.db", host="localhost", port=0)  # a free port
+    ...
+    server.stop(grace=None)
+"""
+
+from __future__ import annotations
+
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import optuna
+
+from lightning_hpo._optuna import OptunaContractError
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage import StorageSpec
+
+__all__ = ["DEFAULT_THREADS", "serve"]
+
+DEFAULT_THREADS = 32  # server threads: each call in progress, and each lock held, takes one
+
+
+def serve(
+    storage: str, *, host: str = "localhost", port: int = 13000, threads: int = DEFAULT_THREADS
+) -> tuple[Any, int]:
+    """Start the proxy for ``storage`` on ``host:port``; returns ``(server, port)``, started.
+
+    Opens the storage (creating an SQLite database or Optuna's tables when missing), puts
+    Optuna's cache in front of it as Optuna's ``run_grpc_proxy_server`` advises, and serves
+    Optuna's service and lightning_hpo's on the same port. Port 0 takes a free port (the one
+    returned). Stop it with ``server.stop(grace)``.
+
+    Raises:
+        ConfigError: ``storage`` is a journal file, in-memory SQLite or itself a proxy, cannot
+            be opened, or grpc is not installed; ``port`` cannot be listened on; ``threads``
+            below 2.
+    """
+    spec = StorageSpec(storage)
+    if spec.kind in ("journal", "sqlite-memory", "grpc"):
+        what = {"journal": "a journal file (Optuna's proxy serves RDB storages only)",
+                "sqlite-memory": "in-memory SQLite (nothing would outlive the proxy)",
+                "grpc": "itself a gRPC proxy"}[spec.kind]
+        raise ConfigError("storage", f"{spec.masked} is {what}; serve an SQLite file "
+                          "(sqlite:///FILE.db) or a database server (postgresql://...)")
+    if threads < 2:
+        raise ConfigError("threads", f"must be at least 2, got {threads}")
+    if not 0 <= port <= 65535:
+        raise ConfigError("port", f"must be in 0-65535, got {port}")
+    try:
+        import grpc
+    except ImportError:
+        raise ConfigError(
+            "storage", "the gRPC proxy needs grpcio: pip install 'lightning-async-hpo[grpc]'"
+        ) from None
+    try:
+        from optuna.storages._grpc.auto_generated import api_pb2_grpc
+        from optuna.storages._grpc.servicer import OptunaStorageProxyService
+    except ImportError as error:
+        raise OptunaContractError(f"Optuna's gRPC proxy modules are gone ({error})") from None
+    from lightning_hpo.proxy._service import ProxyService
+
+    cached = optuna.storages.get_storage(spec.open())  # RDBStorage -> Optuna's cache around it
+    server = grpc.server(
+        ThreadPoolExecutor(max_workers=threads, thread_name_prefix="proxy"),
+        options=[("grpc.so_reuseport", 0)],  # a second proxy on a port in use fails, not shares
+    )
+    with warnings.catch_warnings():  # the proxy is "experimental" in Optuna
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        api_pb2_grpc.add_StorageServiceServicer_to_server(
+            OptunaStorageProxyService(cached), server
+        )
+    server.add_generic_rpc_handlers((ProxyService(spec, cached).handler(),))
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError as error:
+        raise ConfigError("port", f"cannot listen on {host}:{port} ({error})") from None
+    if bound == 0:  # older grpc returns 0 instead of raising
+        raise ConfigError("port", f"cannot listen on {host}:{port} (in use?)")
+    server.start()
+    return server, bound

@@ -1,0 +1,328 @@
+"""The gRPC storage proxy (``python -m lightning_hpo.proxy``, ``storage: grpc://host:port``), with
+real processes: a proxy process in front of SQLite or PostgreSQL, processes racing through it
+and directly on the database (claims, rung records, study locks), launchers behind it, and a
+plain Optuna proxy refused with one line."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+from _support import TESTS, config_file, env, finish, launch, popen, study_of
+from optuna.trial import TrialState
+
+import lightning_hpo
+from lightning_hpo import ASHAPruner
+from lightning_hpo._rung_store import rung_records
+from lightning_hpo.config import load_config
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.proxy import serve
+from lightning_hpo.storage import StorageSpec, open_storage
+
+pytest.importorskip("grpc")
+
+WORKER = TESTS / "_proxy_worker.py"
+
+
+# ------------------------------------------------------------------------------------------
+# The spec: pure.
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    ("grpc://localhost:13001", ("localhost", 13001)),
+    ("grpc://10.0.0.5", ("10.0.0.5", 13000)),
+    ("grpc://proxy.example.com:80/", ("proxy.example.com", 80)),
+])
+def test_a_grpc_spec_is_a_proxy_with_an_address(text: str, address: tuple[str, int]) -> None:
+    spec = StorageSpec(text)
+    assert (spec.kind, spec.is_proxy, spec.is_rdb, spec.path) == ("grpc", True, False, None)
+    assert spec.address == address and spec.lock_path("claim") is None
+
+
+@pytest.mark.parametrize("text", [
+    "grpc://", "grpc://:13000", "grpc://host:port", "grpc://host:70000", "grpc://host:0",
+    "grpc://host:1/db", "grpc://user:pw@host:1", "grpc://host:1?x=1",
+])
+def test_a_malformed_grpc_spec_is_a_storage_error(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"^storage: .*must be grpc://HOST:PORT") as caught:
+        _ = StorageSpec(text).address
+    assert "pw" not in str(caught.value)
+
+
+def test_heartbeat_is_refused_through_the_proxy() -> None:
+    with pytest.raises(ConfigError, match="^heartbeat: is not carried by the gRPC proxy"):
+        load_config("quickstart", ["storage=grpc://localhost:13000", "heartbeat.interval=5"])
+
+
+# ------------------------------------------------------------------------------------------
+# A proxy process in front of SQLite or PostgreSQL.
+
+
+class Proxy:
+    """A running ``python -m lightning_hpo.proxy`` process and the databases behind it."""
+
+    def __init__(self, backend: str, url: str, process: subprocess.Popen[str], port: int) -> None:
+        self.backend, self.url, self.process = backend, url, process
+        self.spec = f"grpc://127.0.0.1:{port}"
+
+    def stop(self) -> str:
+        """SIGTERM; it must stop cleanly (exit 0). Returns its output."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        out, _ = self.process.communicate(timeout=30)
+        assert self.process.returncode == 0, out
+        return out
+
+
+def start_proxy(backend: str, url: str, *extra: str) -> Proxy:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lightning_hpo.proxy", url, "--host", "127.0.0.1", "--port", "0",
+         *extra], env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    found = re.search(r"listening on grpc://127\.0\.0\.1:(\d+)$", line.strip())
+    if found is None:
+        process.kill()
+        raise AssertionError(f"the proxy did not start: {line}{process.communicate()[0]}")
+    return Proxy(backend, url, process, int(found.group(1)))
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def proxy(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Proxy]:
+    """A proxy process in front of a fresh SQLite database or PostgreSQL database."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'behind.db'}"
+    else:
+        url = request.getfixturevalue("postgres_server").new_database("proxy")
+    running = start_proxy(request.param, url)
+    try:
+        yield running
+    finally:
+        out = running.stop()
+        assert "Traceback" not in out, out
+
+
+def race(mode: str, specs: list[str], study: str, folder: Path, n: int = 10) -> list[list[str]]:
+    """Run one :mod:`_proxy_worker` per spec at once; each one's output lines."""
+    folder.mkdir(exist_ok=True)
+    outs = [folder / f"{mode}-{k}.txt" for k in range(len(specs))]
+    processes = [
+        subprocess.Popen([sys.executable, str(WORKER), mode, spec, study, str(out), str(n)],
+                         env=env(), stderr=subprocess.PIPE, text=True)
+        for spec, out in zip(specs, outs, strict=True)
+    ]
+    time.sleep(2.0)  # all of them imported and waiting
+    (folder / "go").touch()
+    for process in processes:
+        _, err = process.communicate(timeout=240)
+        assert process.returncode == 0, err[-3000:]
+    return [out.read_text().split("\n")[:-1] for out in outs]
+
+
+def test_the_cli_prints_where_it_listens_and_stops_on_sigterm(proxy: Proxy) -> None:
+    out = proxy.stop()
+    assert out.splitlines()[-1] == "proxy stopped"
+
+
+def test_claims_through_the_proxy_and_directly_never_hand_a_trial_twice(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    study = optuna.create_study(study_name="s", storage=open_storage(proxy.url))
+    for _ in range(80):
+        study.enqueue_trial({})
+    claimed = race("claim", [proxy.spec, proxy.spec, proxy.spec, proxy.url], "s", tmp_path / "c")
+    numbers = [int(n) for lines in claimed for n in lines]
+    assert sorted(numbers) == list(range(80)), "a trial claimed twice or never"
+    assert all(lines for lines in claimed[:3]), "a process through the proxy claimed nothing"
+    trials = study_of(proxy.url, "s").get_trials(deepcopy=False)
+    assert {t.state for t in trials} == {TrialState.RUNNING}
+
+
+def test_rung_records_through_the_proxy_and_directly_are_one_set(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    optuna.create_study(study_name="s", storage=open_storage(proxy.url))
+    ranked = race("rank", [proxy.spec, proxy.spec, proxy.url], "s", tmp_path / "r", n=30)
+    direct = rung_records(study_of(proxy.url, "s"))
+    through = rung_records(study_of(proxy.spec, "s"))
+    assert direct == through
+    assert [(r.rung, r.trial_number) for r in direct] == (
+        [(1, t) for t in range(90)] + [(3, t) for t in range(90)]
+    )
+    assert all(r.value == r.trial_number / 1000 for r in direct)
+    for lines in ranked:  # each process's own values rise: it sees its earlier ones, all better
+        seen = [tuple(int(x) for x in line.split()) for line in lines]
+        assert [n_better >= i for i, (_, _, n_better) in enumerate(seen)] == [True] * len(seen)
+        assert all(1 <= n <= 90 and n_better < n for _, n, n_better in seen)
+
+
+def test_study_locks_through_the_proxy_and_directly_exclude_each_other(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    optuna.create_study(study_name="s", storage=open_storage(proxy.url))
+    (tmp_path / "l").mkdir()
+    (tmp_path / "l" / "counter").write_text("0")
+    holds = race("lock", [proxy.spec, proxy.spec, proxy.url], "s", tmp_path / "l", n=15)
+    assert (tmp_path / "l" / "counter").read_text() == "45", "an increment was lost"
+    spans = sorted(tuple(float(x) for x in line.split()) for lines in holds for line in lines)
+    overlaps = [(a, b) for a, b in zip(spans, spans[1:], strict=False) if a[1] > b[0]]
+    assert not overlaps, "two holders at once"
+
+
+def test_a_killed_holder_lets_the_lock_go(proxy: Proxy, tmp_path: Path) -> None:
+    optuna.create_study(study_name="s", storage=open_storage(proxy.url))
+    folder = tmp_path / "h"
+    folder.mkdir()
+    (folder / "go").touch()
+    holder = subprocess.Popen(
+        [sys.executable, str(WORKER), "hold", proxy.spec, "s", str(folder / "hold-0.txt")],
+        env=env(), stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    (folder / "counter").write_text("0")
+    waiter = subprocess.Popen(
+        [sys.executable, str(WORKER), "lock", proxy.url, "s", str(folder / "lock-0.txt"), "1"],
+        env=env(), stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(3.0)
+    assert waiter.poll() is None and (folder / "counter").read_text() == "0", "lock not held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    _, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0, err
+    assert (folder / "counter").read_text() == "1"
+
+
+def test_asha_through_the_proxy_decides_like_asha_on_the_database(proxy: Proxy) -> None:
+    def run(storage: Any, name: str) -> list[TrialState]:
+        study = lightning_hpo.create_study(
+            storage=storage, study_name=name, pruner=ASHAPruner(1, 3, 9),
+            sampler=optuna.samplers.RandomSampler(seed=3))
+
+        def objective(trial: optuna.Trial) -> float:
+            x = trial.suggest_float("x", 0, 1)
+            for step in range(1, 10):
+                trial.report(x / step, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+            return x / 9
+
+        study.optimize(objective, n_trials=20)
+        return [t.state for t in study.get_trials(deepcopy=False)]
+
+    assert run(proxy.spec, "through") == run(proxy.url, "direct")
+    records = {name: [(r.bracket, r.rung, r.value) for r in rung_records(study_of(proxy.url, name))]
+               for name in ("through", "direct")}
+    assert records["through"] == records["direct"] and records["through"]
+
+
+def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    config = config_file(
+        tmp_path, storage=proxy.spec, devices={"accelerator": "cpu", "count": 1},
+        pruner={"name": "asha", "min_resource": 1, "max_resource": 3, "reduction_factor": 3},
+        stop={"n_trials": 10},
+    )
+    first = popen(str(config), "--quiet", cwd=tmp_path)
+    second = popen(str(config), "--quiet", cwd=tmp_path)
+    outs = [finish(first), finish(second)]
+    assert first.returncode == 0 and second.returncode == 0, "\n".join(o[-2000:] for o in outs)
+    study = study_of(proxy.url)
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 10 and {t.state for t in trials} <= {TrialState.COMPLETE,
+                                                                 TrialState.PRUNED}
+    assert len({t.user_attrs["launcher_pid"] for t in trials}) == 2
+    records = {(r.rung, r.trial_number): r.value for r in rung_records(study)}
+    for trial in trials:  # every rung a trial reached is recorded, with the value it reported
+        for rung in (1, 3):
+            if rung in trial.intermediate_values and rung < 3:
+                assert records[(rung, trial.number)] == trial.intermediate_values[rung]
+    assert "Dashboard: optuna-dashboard DATABASE_URL" in outs[0] + outs[1]
+
+
+# ------------------------------------------------------------------------------------------
+# Refusals: one line, exit 2.
+
+
+def test_a_plain_optuna_proxy_is_refused_in_one_line(tmp_path: Path) -> None:
+    from optuna.storages._grpc.server import make_server
+
+    port = _free_port()
+    server = make_server(optuna.storages.get_storage(open_storage(f"sqlite:///{tmp_path}/p.db")),
+                         "127.0.0.1", port)
+    server.start()
+    try:
+        spec = f"grpc://127.0.0.1:{port}"
+        with pytest.raises(ConfigError, match="has no lightning_hpo service"):
+            StorageSpec(spec).check()
+        result = launch(str(config_file(tmp_path, storage=spec)), "--check", cwd=tmp_path,
+                        timeout=120)
+        assert result.returncode == 2
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "python -m lightning_hpo.proxy" in lines[0], lines
+    finally:
+        server.stop(None)
+
+
+def test_a_launcher_with_no_proxy_there_says_so(tmp_path: Path) -> None:
+    spec = f"grpc://127.0.0.1:{_free_port()}"
+    result = launch(str(config_file(tmp_path, storage=spec)), cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"storage: cannot open {spec}: no gRPC proxy answers" in lines[0]
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("what", "args", "expected"), [
+    ("journal", ["runs/a.journal"], "storage: runs/a.journal is a journal file"),
+    ("memory", ["sqlite:///:memory:"], "is in-memory SQLite"),
+    ("itself", ["grpc://localhost:1"], "is itself a gRPC proxy"),
+    ("password", ["postgresql+psycopg2://hpo:s3cr3t-pw@127.0.0.1:1/db"],
+     "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db"),
+    ("threads", ["sqlite:///a.db", "--threads", "1"], "threads: must be at least 2"),
+])
+def test_the_cli_refuses_bad_input_in_one_line(
+    tmp_path: Path, what: str, args: list[str], expected: str
+) -> None:
+    result = subprocess.run([sys.executable, "-m", "lightning_hpo.proxy", *args], cwd=tmp_path,
+                            env=env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
+    assert "s3cr3t-pw" not in result.stdout + result.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "a.db").exists()
+
+
+def test_a_port_in_use_is_a_port_error(tmp_path: Path) -> None:
+    server, port = serve(f"sqlite:///{tmp_path}/a.db", host="127.0.0.1", port=0)
+    try:
+        with pytest.raises(ConfigError, match=f"^port: cannot listen on 127.0.0.1:{port}"):
+            serve(f"sqlite:///{tmp_path}/b.db", host="127.0.0.1", port=port)
+    finally:
+        server.stop(None)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_proxy_needs_no_tests_folder_on_the_path(tmp_path: Path) -> None:
+    """The module runs from any folder with only the package installed."""
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    result = subprocess.run([sys.executable, "-m", "lightning_hpo.proxy", "--help"],
+                            cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "example: python -m lightning_hpo.proxy" in result.stdout
