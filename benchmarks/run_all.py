@@ -7,10 +7,11 @@ ratio, the target, and PASS or MISS.
 
 Default: the overheads (Lightning vs a plain loop, the callback per epoch, the launcher's idle
 gap between trials, the pruner's decision vs Optuna's), about 4 minutes on 2 cores. ``--full``
-adds scaling (1 vs 2 workers), search efficiency (random search vs ASHA vs Hyperband, 3 seeds)
-and pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and
-the textbook round's 34 vs 58 epochs), about 27 minutes more. ``--quick`` runs every benchmark
-in its small mode.
+adds scaling (1, 2 and 4 workers where the machine has the cores), search efficiency (random,
+TPE and GP sampling, each with and without ASHA, 3 seeds, the same epoch budget) and
+pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and the
+textbook round's 34 vs 58 epochs), about 25 minutes more on 2 idle cores. ``--quick`` runs
+every benchmark in its small mode.
 
     python benchmarks/run_all.py            # make bench
     python benchmarks/run_all.py --full     # make bench-full
@@ -63,7 +64,7 @@ def _table(figures: list[Figure]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true",
-                        help="add scaling, search efficiency and pause/resume (about 27 "
+                        help="add scaling, search efficiency and pause/resume (about 25 "
                              "minutes more)")
     parser.add_argument("--quick", action="store_true", help="every benchmark in its small mode")
     args = parser.parse_args(argv)

@@ -105,6 +105,159 @@ def test_search_report_counts_never_reaching_as_a_miss() -> None:
     assert not ok and figure.ratio == "not reached"
 
 
+# -- bench_search: the sampler x pruner grid, an epoch budget, the per-arm summary -------------
+
+
+def test_bench_search_docstring_examples() -> None:
+    result = doctest.testmod(bench_search, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 8 and result.failed == 0
+
+
+def test_arm_names_round_trip_and_keep_the_random_samplers_names() -> None:
+    arms = {bench_search.arm_name(s, m): (s, m)
+            for s in bench_search.SAMPLERS for m in bench_search.METHODS}
+    assert len(arms) == 9
+    assert {"random", "asha", "hyperband", "tpe", "tpe-asha", "gp-hyperband"} <= set(arms)
+    assert all(bench_search.arm_parts(arm) == parts for arm, parts in arms.items())
+    for bad in ("tpe-random", "cmaes", "gp-median"):
+        with pytest.raises(ValueError, match="must be one of|not SAMPLER-METHOD"):
+            bench_search.arm_parts(bad)
+
+
+@pytest.mark.parametrize("arm", ["random", "asha", "tpe", "tpe-asha", "gp", "gp-hyperband"])
+def test_search_build_config_is_a_valid_launcher_config(arm: str, tmp_path: Path) -> None:
+    from lightning_hpo.config import parse_config
+
+    raw = bench_search.build_config(arm, 3, 60.0, str(tmp_path / "s.journal"), str(tmp_path), 2)
+    cfg = parse_config(raw)
+    sampler, method = bench_search.arm_parts(arm)
+    assert (cfg.sampler, cfg.seed, cfg.max_epochs) == (sampler, 3, bench_search.MAX_EPOCHS)
+    assert cfg.pruner.name == ("none" if method == "random" else method)
+    assert cfg.study == f"{arm}-seed3" and cfg.stop.max_wallclock_time == 60.0
+
+
+def test_stop_after_epochs_moves_the_deadline_once_the_epochs_are_spent() -> None:
+    rows = {0: SimpleNamespace(epochs=5, from_epoch=0), 1: SimpleNamespace(epochs=4, from_epoch=2)}
+    supervisor = SimpleNamespace(rows=rows, deadline=None)
+    hook = bench_search.stop_after_epochs(8)
+    hook(supervisor)  # 5 + 2 = 7 epochs
+    assert supervisor.deadline is None
+    rows[1].epochs = 5
+    before = time.time()
+    hook(supervisor)
+    assert supervisor.deadline is not None and before <= supervisor.deadline <= time.time()
+    earlier = supervisor.deadline = before - 100.0  # a deadline already past stays
+    hook(supervisor)
+    assert supervisor.deadline == earlier
+
+
+def _fake_run_study(raw: dict, epochs: int | None) -> tuple[float, float]:
+    """``run_study`` without training: the arm's own sampler and pruner on a made-up learning
+    curve, one trial after another, until ``epochs`` epochs are spent; the trial running then
+    goes on to its end (as a second worker's would), so the stream must be cut. It runs in
+    memory and copies the trials to the journal at the end (a journal write costs an fsync)."""
+    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.study import build_pruner, build_sampler
+    from lightning_hpo.space import suggest
+    from lightning_hpo.storage import open_storage
+
+    assert epochs is not None
+    cfg = parse_config(raw)
+    memory = optuna.create_study(sampler=build_sampler(cfg), pruner=build_pruner(cfg))
+    for params in cfg.initial:
+        memory.enqueue_trial(params)
+    t0 = clock = time.time()
+    spent = 0
+    while spent < epochs:
+        trial = memory.ask()
+        params = suggest(trial, cfg.space)
+        floor = 0.02 + 0.2 * abs(math.log10(params["lr"]) + 1.0) + 0.01 * params["momentum"]
+        times: list[float] = []
+        state, value = TrialState.COMPLETE, None
+        for epoch in range(1, cfg.max_epochs + 1):
+            value = floor + 0.3 / epoch
+            clock += 0.01
+            times.append(clock)
+            trial.report(value, epoch)
+            spent += 1
+            if trial.should_prune():
+                state = TrialState.PRUNED
+                break
+        trial.set_user_attr(bench_search.EPOCH_END_TIMES, times)
+        memory.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
+    study = optuna.create_study(storage=open_storage(cfg.storage), study_name=cfg.study)
+    study.add_trials(memory.get_trials(deepcopy=False))
+    for key, value in {bench_search.T0_ATTR: t0, bench_search.EPOCHS_ATTR: epochs,
+                       bench_search.BUDGET_ATTR: cfg.stop.max_wallclock_time,
+                       bench_search.GAPS_ATTR: [0.01, 0.02]}.items():
+        study.set_user_attr(key, value)
+    return t0, clock - t0
+
+
+def test_bench_search_grid_same_seeds_same_epoch_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Every sampler with and without ASHA over the same two seeds: each stream holds exactly
+    the budget's epochs, ASHA runs at least as many trials as its sampler alone, the random
+    sampler guides no trial, and the summary, figures and plot are written."""
+    monkeypatch.setattr(bench_search, "run_study", _fake_run_study)
+    monkeypatch.setattr(bench_search, "write_plot", lambda *args: None)  # the report's plot
+    plot, summary, figures_json = tmp_path / "p.png", tmp_path / "s.json", tmp_path / "f.json"
+    code = bench_search.main(["--seeds", "0", "1", "--epochs", "30", "--out",
+                              str(tmp_path / "out"), "--plot", str(plot), "--summary",
+                              str(summary), "--json", str(figures_json)])
+    assert code in (0, 1)  # 1: ASHA's target missed on the made-up curve
+    record = json.loads(summary.read_text())
+    arms = record["arms"]
+    assert list(arms) == ["random", "asha", "tpe", "tpe-asha", "gp", "gp-asha"]
+    assert record["seeds"] == [0, 1] and record["budget"] == "30 epochs"
+    for arm, row in arms.items():
+        assert row["epochs"] == [30, 30], arm
+        assert len(row["final_best"]) == len(row["trials_run"]) == 2
+        curve = row["mean_incumbent"]
+        assert len(curve) == 30 and all(a >= b for a, b in zip(curve, curve[1:], strict=False))
+        assert curve[-1] == pytest.approx(row["final_best_mean"], abs=1e-6)
+    for sampler in ("random", "tpe", "gp"):
+        alone = arms[bench_search.arm_name(sampler, "random")]
+        asha = arms[bench_search.arm_name(sampler, "asha")]
+        assert all(a >= b for a, b in zip(asha["trials_run"], alone["trials_run"], strict=True))
+        assert sum(asha["trials_run"]) > sum(alone["trials_run"])
+    assert arms["random"]["model_guided_trials"] == arms["asha"]["model_guided_trials"] == [0, 0]
+    assert arms["tpe-asha"]["model_guided_trials"][0] > 0  # pruned trials teach TPE
+    assert arms["gp-asha"]["model_guided_trials"] == [0, 0]  # GP learns from COMPLETE only
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.journal")) == sorted(
+        f"{arm}-seed{seed}.journal" for arm in arms for seed in (0, 1))
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    whats = [f.what for f in read_figures(figures_json)]
+    assert sum(w.endswith("epochs to reach random search's best (2 seeds)") for w in whats) == 5
+    assert sum("final best validation_error (2 seeds, 30 epochs)" in w for w in whats) == 5
+    out = capsys.readouterr().out
+    assert "| arm | sampler | pruner | trials run | model-guided |" in out
+    assert "| random | random | none |" in out and "| baseline |" in out
+    assert bench_search.main(["--analyze-only", "--seeds", "0", "1", "--epochs", "30",
+                              "--out", str(tmp_path / "out"), "--plot", str(plot),
+                              "--summary", str(tmp_path / "again.json")]) == code
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["arms"] == arms
+
+
+@pytest.mark.slow
+def test_bench_search_quick_runs_every_arm_through_the_launcher(tmp_path: Path) -> None:
+    """The real thing, tiny: 3 samplers x {none, ASHA}, seed 0, 12 epochs each."""
+    summary = tmp_path / "summary.json"
+    stdout, figures = _run_bench(
+        "bench_search.py", "--quick", "--epochs", "12", "--out", str(tmp_path / "out"),
+        "--summary", str(summary), "--plot", str(tmp_path / "p.png"), tmp_path=tmp_path)
+    record = json.loads(summary.read_text())
+    assert list(record["arms"]) == ["random", "asha", "tpe", "tpe-asha", "gp", "gp-asha"]
+    for arm, row in record["arms"].items():
+        assert row["epochs"] == [12] and row["trials_run"][0] >= 2, arm
+    assert record["arms"]["asha"]["trials_run"][0] >= record["arms"]["random"]["trials_run"][0]
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert "ASHA reaches random search's final best" in stdout
+    assert len(figures) == 10
+
+
 # -- bench_promotion: segments -> trained epochs, idle slots, checkpoints, targets -------------
 
 
@@ -386,6 +539,102 @@ def test_speedup_and_empty_runs() -> None:
     assert bench_workers.speedup(two, bench_workers.Throughput(0, 60.0)) == math.inf
     with pytest.raises(ValueError, match="no trial"):
         bench_workers.steady_state([SimpleNamespace(fit_started=None, ended=None)])
+
+
+def test_bench_workers_docstring_examples() -> None:
+    assert doctest.testmod(bench_workers).failed == 0
+
+
+@pytest.mark.parametrize(("cores", "run", "skipped"), [
+    (1, [1], [2, 4]), (2, [1, 2], [4]), (3, [1, 2], [4]), (4, [1, 2, 4], []), (64, [1, 2, 4], []),
+], ids=["1-core", "2-core", "3-core", "4-core", "64-core"])
+def test_split_by_cores_runs_the_counts_the_machine_has_cores_for(
+        cores: int, run: list[int], skipped: list[int]) -> None:
+    counts, left = bench_workers.split_by_cores([1, 2, 4], cores)
+    assert counts == run and [n for n, _ in left] == skipped
+    assert all(why == f"{n} workers need {n} cores; this machine has {cores}" for n, why in left)
+    assert bench_workers.split_by_cores([2], 2)[0] == [1, 2]  # the baseline always runs
+
+
+def _fake_workers(monkeypatch: pytest.MonkeyPatch, cores: int) -> list[int]:
+    """bench_workers without training: N workers finish N times the trials of one (a perfect
+    launcher), the plain processes 0.9 of that; returns the worker counts it was asked to run."""
+    asked: list[int] = []
+
+    def fake_run(raw: dict, label: str, n_cores: int | None) -> bench_workers.RunResult:
+        count = raw["devices"]["count"]
+        asked.append(count)
+        assert n_cores == count and raw["stop"]["n_trials"] == 8
+        steady = bench_workers.Throughput(8, 60.0 / count)
+        return bench_workers.RunResult(label, count, 1, steady, steady, {"COMPLETE": 8})
+
+    monkeypatch.setattr(bench_workers, "available_cores", lambda: cores)
+    monkeypatch.setattr(bench_workers, "run", fake_run)
+    monkeypatch.setattr(bench_workers, "ceiling", lambda processes, each: bench_workers.Throughput(
+        processes * each, 60.0 / (1.0 if processes == 1 else 0.9)))
+    return asked
+
+
+def test_bench_workers_says_which_counts_it_did_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    asked = _fake_workers(monkeypatch, cores=2)
+    out_json = tmp_path / "f.json"
+    assert bench_workers.main(["--quick", "--json", str(out_json)]) == 0
+    assert asked == [1, 2]
+    out = capsys.readouterr().out
+    assert "4 CPU workers: not run: 4 workers need 4 cores; this machine has 2" in out
+    assert "1/2 CPU worker(s) x 1 thread on 2 cores" in out
+    assert "machine ceiling: 2 plain training processes (no launcher) vs 1: 1.80x" in out
+    assert "PASS  2 workers finish >= 1.8x" in out
+    figures = {f.what: f for f in read_figures(out_json)}
+    two = figures["trials per minute, 2 workers vs 1 (2 cores)"]
+    assert (two.ratio, two.target, two.met) == ("2.00x", ">= 1.8x", True)
+    assert figures["machine ceiling, 2 plain processes vs 1 (2 cores)"].ratio == "1.80x"
+    four = figures["trials per minute, 4 workers vs 1"]
+    assert four.measured == "not run" and four.baseline.startswith("4 workers need 4 cores")
+
+
+def test_bench_workers_runs_4_workers_where_there_are_4_cores(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    asked = _fake_workers(monkeypatch, cores=4)
+    out_json = tmp_path / "f.json"
+    assert bench_workers.main(["--quick", "--json", str(out_json)]) == 0
+    assert asked == [1, 2, 4]
+    out = capsys.readouterr().out
+    assert "not run" not in out and "speed-up 4 CPU worker(s) vs 1 CPU worker(s)" in out
+    figures = {f.what: f for f in read_figures(out_json)}
+    four = figures["trials per minute, 4 workers vs 1 (4 cores)"]
+    assert (four.ratio, four.target, four.met) == ("4.00x", "-", None)
+    assert "machine ceiling, 4 plain processes vs 1 (4 cores)" in figures
+
+
+def test_bench_workers_on_one_core_runs_the_baseline_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    asked = _fake_workers(monkeypatch, cores=1)
+    assert bench_workers.main(["--quick", "--no-ceiling", "--json",
+                               str(tmp_path / "f.json")]) == 0
+    assert asked == [1]
+    out = capsys.readouterr().out
+    assert "2 CPU workers: not run: 2 workers need 2 cores; this machine has 1" in out
+    assert "no 2-worker run, so no target line" in out
+    assert [f.measured for f in read_figures(tmp_path / "f.json")] == ["not run", "not run"]
+
+
+@pytest.mark.slow
+def test_bench_workers_runs_for_real_where_the_cores_are(tmp_path: Path) -> None:
+    """Two trials a run, no ceiling: the launcher at each count this machine has cores for."""
+    stdout, figures = _run_bench("bench_workers.py", "--trials", "2", "--no-ceiling",
+                                 tmp_path=tmp_path)
+    cores = bench_workers.available_cores()
+    run, skipped = bench_workers.split_by_cores(bench_workers.WORKERS, cores)
+    assert [line.split()[0] for line in stdout.splitlines()
+            if "CPU worker(s)" in line and line.split()[0].isdigit()] == [str(n) for n in run]
+    for count, why in skipped:
+        assert f"{count} CPU workers: not run: {why}" in stdout
+    assert len(figures) == len(run) - 1 + len(skipped)
 
 
 # -- the figures and make bench's table ---------------------------------------------------------
