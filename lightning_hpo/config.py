@@ -645,7 +645,8 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
         name = args.pop("class")
         if "name" in args:
             raise ConfigError("sampler.name", "give sampler.name (a built-in sampler) or "
-                              "sampler.class (your own), not both")
+                              "sampler.class (your own), not both; on the command line, "
+                              "replace the section: --set 'sampler={class: \"module:Class\"}'")
         module_name, colon, attr = name.partition(":") if isinstance(name, str) else ("", "", "")
         if not (colon and module_name and attr):
             raise ConfigError("sampler.class", f"is {name!r}, but must be {wanted}")
