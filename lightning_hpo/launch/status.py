@@ -30,7 +30,7 @@ from lightning_hpo.config import Config
 from lightning_hpo.launch.scheduler import is_paused
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
 from lightning_hpo.schema import ATTR
-from lightning_hpo.storage import mask
+from lightning_hpo.storage import StorageSpec, mask
 
 __all__ = ["Display", "summary"]
 
@@ -223,7 +223,7 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
     trials = study.get_trials(deepcopy=False)
     counts = Counter("PAUSED" if is_paused(t) else t.state.name for t in trials)
     count_text = ", ".join(f"{counts[s]} {s.lower()}" for s in _ORDER if counts[s])
-    storage = mask(cfg.storage)
+    storage, behind_proxy = mask(cfg.storage), StorageSpec(cfg.storage).is_proxy
     lines = [
         f"Study '{cfg.study}' stopped: {why}.",
         f"Trials in the study: {count_text or 'none'}.",
@@ -272,7 +272,7 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "
         f"(worker logs: {cfg.study_dir}/workers/)",
-        f"Dashboard: optuna-dashboard {storage}" if not storage.startswith("grpc://") else
+        f"Dashboard: optuna-dashboard {storage}" if not behind_proxy else
         "Dashboard: optuna-dashboard DATABASE_URL (the proxy's database; it does not speak gRPC)",
         f"Report:    python -m lightning_hpo.report --storage {storage} --study {cfg.study}",
     ]

@@ -42,8 +42,8 @@ class ProxyService:
     def __init__(self, spec: StorageSpec, storage: BaseStorage) -> None:
         self._spec = spec
         self._storage = storage
-        backend = unwrap_storage(storage)
-        self._engine = backend.engine if isinstance(backend, RDBStorage) else None
+        self._backend = unwrap_storage(storage)  # the rung store's: the RDBStorage, uncached
+        self._engine = self._backend.engine if isinstance(self._backend, RDBStorage) else None
 
     def handler(self) -> Any:
         """The service as a grpc generic handler, for ``server.add_generic_rpc_handlers``."""
@@ -94,7 +94,7 @@ class ProxyService:
 
     def add_and_rank(self, request: dict[str, Any]) -> dict[str, Any]:
         """Record a rung value and rank it: the rung store of the database (a table)."""
-        store = rung_store_of(unwrap_storage(self._storage), int(request["study_id"]))
+        store = rung_store_of(self._backend, int(request["study_id"]))
         n, n_better = store.add_and_rank(
             int(request["bracket"]), [int(r) for r in request["rungs"]],
             int(request["trial_number"]), float(request["value"]),
@@ -104,7 +104,7 @@ class ProxyService:
 
     def records(self, request: dict[str, Any]) -> dict[str, Any]:
         """Every rung record of a study."""
-        store = rung_store_of(unwrap_storage(self._storage), int(request["study_id"]))
+        store = rung_store_of(self._backend, int(request["study_id"]))
         return {"records": [list(record) for record in store.records()]}
 
     def claim(self, request: dict[str, Any]) -> dict[str, Any]:
