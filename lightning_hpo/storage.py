@@ -37,7 +37,9 @@ from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
 
-__all__ = ["StorageSpec", "check_storage", "mask", "mask_text", "open_storage"]
+__all__ = [
+    "StorageSpec", "check_storage", "mask", "mask_text", "open_storage", "storage_outage",
+]
 
 _PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)")
 
@@ -301,6 +303,38 @@ def _cannot_open(spec: str, error: BaseException) -> ConfigError:
         example = " (postgresql+psycopg2://...)" if spec.startswith("postgresql://") else ""
         reason += f"; install the driver, or name an installed one in the URL{example}"
     return ConfigError("storage", f"cannot open {mask(spec)}: {mask_text(reason, spec)}")
+
+
+_OUTAGE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED")  # grpc status codes of a proxy gone
+
+
+def storage_outage(error: BaseException, spec: str) -> str | None:
+    """One masked line when ``error`` (or an exception it was raised from or while handling)
+    says the storage went away mid-run: a gRPC proxy that no longer answers, or a database
+    server that dropped the connection. None for any other error.
+
+    Example::
+
+        >>> storage_outage(ValueError("x"), "sqlite:///a.db") is None
+        True
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        code = getattr(current, "code", None)
+        if callable(code) and type(current).__module__.startswith("grpc"):
+            name = getattr(code(), "name", "")
+            if name in _OUTAGE_CODES:
+                details = getattr(current, "details", lambda: "")() or name
+                return mask_text(f"{name}: {' '.join(str(details).split())[:200]}", spec)
+        if type(current).__name__ in ("OperationalError", "InterfaceError") and type(
+            current
+        ).__module__.startswith("sqlalchemy"):
+            cause = getattr(current, "orig", None) or current
+            return mask_text(" ".join(str(cause).split())[:200], spec)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _check_creatable(path: Path, spec: str) -> None:

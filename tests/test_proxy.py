@@ -18,7 +18,7 @@ from typing import Any
 
 import optuna
 import pytest
-from _support import TESTS, config_file, env, finish, launch, popen, study_of
+from _support import TESTS, config_file, env, finish, launch, popen, study_of, wait_for
 from optuna.trial import TrialState
 
 import lightning_hpo
@@ -326,3 +326,33 @@ def test_the_proxy_needs_no_tests_folder_on_the_path(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "lightning_hpo.proxy", "--help"],
                             cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "example: python -m lightning_hpo.proxy" in result.stdout
+
+
+def test_a_proxy_gone_mid_run_is_one_line_and_the_same_command_resumes(tmp_path: Path) -> None:
+    """The proxy stops while trials train: the launcher says so in one line (exit 1), and once a
+    proxy serves the database again on that port the same command finishes the budget exactly."""
+    url = f"sqlite:///{tmp_path / 'behind.db'}"
+    running = start_proxy("sqlite", url)
+    config = config_file(
+        tmp_path, storage=running.spec, model={"name": "_launch_models:SlowLeNet"},
+        trainer={"max_epochs": 3, "limit_train_batches": 8, "limit_val_batches": 2},
+        stop={"n_trials": 6},
+    )
+    launcher = popen(str(config), "--quiet", cwd=tmp_path, capture_stderr=True)
+    wait_for(lambda: any(t.state == TrialState.RUNNING and t.intermediate_values
+                         for t in study_of(url).get_trials(deepcopy=False)),
+             what="a trial in training")
+    running.stop()
+    out, err = launcher.communicate(timeout=240)
+    assert launcher.returncode == 1, out[-2000:] + err[-2000:]
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and f"storage: lost {running.spec} mid-run (UNAVAILABLE" in lines[0]
+    assert "run the same command again once it is back" in lines[0]
+    again = start_proxy("sqlite", url, "--port", running.spec.rsplit(":", 1)[1])
+    try:
+        result = launch(str(config), "--quiet", cwd=tmp_path, timeout=300)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        trials = study_of(url).get_trials(deepcopy=False)
+        assert len(trials) == 6 and {t.state for t in trials} == {TrialState.COMPLETE}
+    finally:
+        again.stop()

@@ -30,7 +30,9 @@ from rich.console import Console
 from lightning_hpo.config import load_config, resolve_config, shipped_configs
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.launch.runner import launch
-from lightning_hpo.storage import mask_text
+from lightning_hpo.storage import mask, mask_text, storage_outage
+
+EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +82,14 @@ def main(argv: list[str] | None = None) -> int:
         message = mask_text(str(error), storage_spec) if storage_spec else str(error)
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as error:  # the storage gone mid-run: one line; anything else: as is
+        reason = storage_outage(error, storage_spec) if storage_spec else None
+        if reason is None:
+            raise
+        print(f"error: storage: lost {mask(storage_spec)} mid-run ({reason}); the trials that "
+              "were running keep their checkpoints: run the same command again once it is "
+              "back", file=sys.stderr)
+        return EXIT_STORAGE_LOST
     if outcome.why.startswith("stopped by"):
         return 128 + int(signal.Signals[outcome.why.split()[-1]])
     return 0
