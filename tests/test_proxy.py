@@ -22,7 +22,7 @@ from _support import TESTS, config_file, env, finish, launch, popen, study_of, w
 from optuna.trial import TrialState
 
 import lightning_hpo
-from lightning_hpo import ASHAPruner
+from lightning_hpo import ASHAPruner, HyperbandPruner
 from lightning_hpo._rung_store import rung_records
 from lightning_hpo.config import load_config
 from lightning_hpo.errors import ConfigError
@@ -204,10 +204,19 @@ def test_a_killed_holder_lets_the_lock_go(proxy: Proxy, tmp_path: Path) -> None:
     assert (folder / "counter").read_text() == "1"
 
 
-def test_asha_through_the_proxy_decides_like_asha_on_the_database(proxy: Proxy) -> None:
+@pytest.mark.parametrize("pruner", ["asha", "hyperband"])
+def test_pruning_through_the_proxy_decides_as_on_a_database(
+    proxy: Proxy, pruner: str, tmp_path: Path
+) -> None:
+    """ASHA and Hyperband (its brackets' records) through the proxy: the same decisions and
+    the same records as on a database opened directly. (One study name on two databases:
+    Hyperband draws a trial's bracket from the study's name.)"""
+    direct = f"sqlite:///{tmp_path / 'direct.db'}"
+
     def run(storage: Any, name: str) -> list[TrialState]:
         study = lightning_hpo.create_study(
-            storage=storage, study_name=name, pruner=ASHAPruner(1, 3, 9),
+            storage=storage, study_name=name,
+            pruner=ASHAPruner(1, 3, 9) if pruner == "asha" else HyperbandPruner(1, 9, 3),
             sampler=optuna.samplers.RandomSampler(seed=3))
 
         def objective(trial: optuna.Trial) -> float:
@@ -221,10 +230,13 @@ def test_asha_through_the_proxy_decides_like_asha_on_the_database(proxy: Proxy) 
         study.optimize(objective, n_trials=20)
         return [t.state for t in study.get_trials(deepcopy=False)]
 
-    assert run(proxy.spec, "through") == run(proxy.url, "direct")
-    records = {name: [(r.bracket, r.rung, r.value) for r in rung_records(study_of(proxy.url, name))]
-               for name in ("through", "direct")}
+    through = run(proxy.spec, "s")
+    assert through == run(direct, "s") and TrialState.PRUNED in through
+    records = {name: [(r.bracket, r.rung, r.value) for r in rung_records(study_of(url, "s"))]
+               for name, url in (("through", proxy.url), ("direct", direct))}
     assert records["through"] == records["direct"] and records["through"]
+    if pruner == "hyperband":
+        assert len({bracket for bracket, _, _ in records["through"]}) > 1
 
 
 def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
@@ -250,6 +262,12 @@ def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
             if rung in trial.intermediate_values and rung < 3:
                 assert records[(rung, trial.number)] == trial.intermediate_values[rung]
     assert "Dashboard: optuna-dashboard DATABASE_URL" in outs[0] + outs[1]
+    report = subprocess.run(  # the report reads the study through the proxy too
+        [sys.executable, "-m", "lightning_hpo.report", "--storage", proxy.spec, "--study", "t"],
+        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=240,
+    )
+    assert report.returncode == 0, report.stderr[-2000:]
+    assert f"Study 't' on {proxy.spec}" in report.stdout and "Trials: 10" in report.stdout
 
 
 # ------------------------------------------------------------------------------------------
