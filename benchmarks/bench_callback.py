@@ -1,11 +1,12 @@
 """Callback overhead per epoch: LeNet on digits with and without ``PruningCallback``, same run.
 
-All paths run the same ``Trainer.fit`` (LeNet relu, lr 0.1, batch 64, 1 torch thread, no
-logger, progress bar or checkpointing, as the launcher's workers train). The ``journal`` and
-``sqlite`` paths add a ``PruningCallback`` on a real trial of a study with ``ASHAPruner(1, 3)``
-(rungs at epochs 1, 3, 9, ...) on a journal file (the launcher's default storage) or an SQLite
-file, so every epoch reports to the storage and rung epochs make a real pruning decision; the
-trial is the only one in its study, so it is never pruned and every path trains every epoch.
+All paths run the same ``Trainer.fit`` (LeNet relu, lr 0.1, batch 64, 1 torch thread, no logger,
+progress bar or checkpointing, as the launcher's workers train). The ``journal`` and ``sqlite``
+paths add a ``PruningCallback`` on a real trial of a study with ``ASHAPruner(1,
+reduction_factor=3)`` (rungs at epochs 1, 3, 9, ...) on a journal file (the launcher's default
+storage) or an SQLite file, so every epoch reports to the storage and rung epochs make a real
+pruning decision; the trial is the only one in its study, so it is never pruned and every path
+trains every epoch.
 Runs rotate between the paths; the first epoch of each run is a warm-up and is dropped.
 
 Two figures:
@@ -62,7 +63,7 @@ def run(epochs: int, seed: int, storage: Any) -> tuple[list[float], list[float]]
     """
     if storage is None:
         return lightning_epochs(epochs, 64, seed), []
-    study = optuna.create_study(storage=storage, pruner=ASHAPruner(1, 3),
+    study = optuna.create_study(storage=storage, pruner=ASHAPruner(1, reduction_factor=3),
                                 study_name=f"callback-{seed}")
     pruning = _TimedPruning(study.ask(), monitor="validation_error")
     seconds = lightning_epochs(epochs, 64, seed, callbacks=[pruning])
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     print(machine_line())
     print(f"LeNet relu on digits, batch 64, 1 thread; {args.epochs} timed epochs + 1 warm-up per "
-          f"run, {args.repeats} runs per path; the callback with ASHAPruner(1, 3)")
+          f"run, {args.repeats} runs per path; the callback with ASHAPruner(1, reduction_factor=3)")
 
     paths = ["without", *STORAGES]
     epochs: dict[str, list[float]] = {name: [] for name in paths}

@@ -432,7 +432,7 @@ class ScalingResult:
 def run_launcher(raw: dict[str, Any], k: int, sample_gpu: bool) -> ScalingResult:
     """Run one study with the supervisor in this process (all cores shared by the workers),
     sampling the GPU's utilisation meanwhile when ``sample_gpu``."""
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
     from lightning_hpo.launch.devices import detect_devices, plan_slots
     from lightning_hpo.launch.study import open_study
     from lightning_hpo.launch.supervisor import Supervisor

@@ -23,7 +23,7 @@ from pathlib import Path
 import optuna
 from _record import Figure, machine_line, write_figures
 
-from lightning_hpo.config import parse_config
+from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.devices import plan_slots
 from lightning_hpo.launch.study import open_study
 from lightning_hpo.launch.supervisor import Supervisor

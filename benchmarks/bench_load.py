@@ -47,7 +47,7 @@ STEPS, LEVELS = 10, (1, 3, 9)
 
 
 def _pruner() -> ASHAPruner:
-    return ASHAPruner(min_resource=1, reduction_factor=3, max_resource=STEPS)
+    return ASHAPruner(min_resource=1, max_resource=STEPS, reduction_factor=3)
 
 
 def worker(storage: str, study_name: str, trials: int, seed: int) -> dict[str, object]:

@@ -232,7 +232,8 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
     max_resource = table.max_epochs
     curves = table.values(metric)
     schedule = schedule_for(method, min_resource, max_resource, reduction_factor, max_paused)
-    levels = rung_levels(min_resource, reduction_factor, max_resource)
+    levels = rung_levels(min_resource, max_resource=max_resource,
+                         reduction_factor=reduction_factor)
     draws = random.Random(seed)
     chosen: list[int] = []
     if configs is not None:

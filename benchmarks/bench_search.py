@@ -353,7 +353,7 @@ def build_config(
 def run_study(raw: dict[str, Any], epochs: int | None = None) -> tuple[float, float]:
     """Run one study with the launcher's supervisor, stopped after ``epochs`` epochs in all when
     given (else at its wall-clock budget); returns (start unix s, wall s)."""
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
     from lightning_hpo.launch.devices import detect_devices, plan_slots
     from lightning_hpo.launch.study import open_study
     from lightning_hpo.launch.supervisor import Supervisor

@@ -256,7 +256,7 @@ class RunResult:
 
 def run(raw: dict[str, Any], label: str, n_cores: int | None) -> RunResult:
     """Run one study with the supervisor; ``n_cores`` None: all cores of this process."""
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
     from lightning_hpo.launch.devices import detect_devices, plan_slots, threads_per_process
     from lightning_hpo.launch.study import open_study
     from lightning_hpo.launch.supervisor import Supervisor

@@ -36,7 +36,7 @@ def main() -> None:
     study = optuna.create_study(
         direction="minimize",
         sampler=optuna.samplers.RandomSampler(seed=0),
-        pruner=ASHAPruner(min_resource=1, reduction_factor=3, max_resource=MAX_EPOCHS),
+        pruner=ASHAPruner(min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=3),
     )
     study.enqueue_trial({"lr": 0.1, "batch_size": 128})  # a known-good start
     study.optimize(objective, n_trials=20)

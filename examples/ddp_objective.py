@@ -68,7 +68,7 @@ def main() -> None:
     study = hpo.create_study(
         storage=args.storage, study_name=args.study, load_if_exists=True,
         sampler=optuna.samplers.RandomSampler(seed=0),
-        pruner=hpo.ASHAPruner(min_resource=1, reduction_factor=2, max_resource=args.max_epochs),
+        pruner=hpo.ASHAPruner(min_resource=1, max_resource=args.max_epochs, reduction_factor=2),
     )
     study.optimize(objective, n_trials=args.n_trials)
     if not hpo.is_follower():

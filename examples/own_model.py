@@ -178,7 +178,7 @@ def main(out: Path) -> None:
         storage=optuna.storages.JournalStorage(journal),
         direction="minimize",
         sampler=optuna.samplers.RandomSampler(seed=0),
-        pruner=ASHAPruner(min_resource=1, reduction_factor=3, max_resource=MAX_EPOCHS),
+        pruner=ASHAPruner(min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=3),
     )
     study.optimize(objective, n_trials=10)
     print(describe("plain study.optimize", study))

@@ -18,8 +18,8 @@ name is ``lightning_hpo``. ``lightning-hpo`` on the package index is an unrelate
 Example::
 
     >>> import lightning_hpo as hpo
-    >>> pruner = hpo.ASHAPruner(min_resource=1, reduction_factor=3, max_resource=27)
-    >>> hpo.rung_levels(1, 3, 27)  # the epochs at which it may stop a trial
+    >>> pruner = hpo.ASHAPruner(min_resource=1, max_resource=27, reduction_factor=3)
+    >>> hpo.rung_levels(1, max_resource=27, reduction_factor=3)  # where it may stop a trial
     [1, 3, 9, 27]
 """
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import math
 from collections.abc import Mapping
-from numbers import Integral, Real
 from typing import Any, TypeVar, cast
 
 from lightning_hpo.errors import ConfigError
@@ -110,48 +108,3 @@ def _build(
         if param.default is inspect.Parameter.empty and key not in kwargs:
             raise ConfigError(f"{section}.{key}", f"is required by {name!r} but was not given")
     return cls(**kwargs)
-
-
-# --- value checks: each returns the value (as a plain Python number) or raises ConfigError ---
-
-
-def _check_int(field: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise ConfigError(field, f"must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ConfigError(field, f"is {value}, but must be an integer >= {minimum}")
-    return int(value)
-
-
-def _check_float(
-    field: str,
-    value: Any,
-    *,
-    low: float,
-    high: float = math.inf,
-    low_open: bool = False,
-    high_open: bool = True,
-) -> float:
-    """Check ``value`` is a real number in the interval from ``low`` to ``high``.
-
-    ``low_open``/``high_open`` exclude the bound itself: ``low=0, low_open=True`` is ``> 0``.
-    """
-    if math.isinf(high):
-        allowed = f"a number {'>' if low_open else '>='} {low:g}"
-    else:
-        left, right = "(" if low_open else "[", ")" if high_open else "]"
-        allowed = f"a number in {left}{low:g}, {high:g}{right}"
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise ConfigError(field, f"must be {allowed}, got {value!r}")
-    number = float(value)
-    too_low = number <= low if low_open else number < low
-    too_high = number >= high if high_open else number > high
-    if math.isnan(number) or too_low or too_high:
-        raise ConfigError(field, f"is {value!r}, but must be {allowed}")
-    return number
-
-
-def _check_choice(field: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ConfigError(field, f"is {value!r}; allowed: {', '.join(allowed)}")
-    return str(value)

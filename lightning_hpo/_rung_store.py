@@ -65,9 +65,9 @@ from lightning_hpo._optuna import (
     check_studies_table,
     study_id_of,
 )
-from lightning_hpo._proxy_client import ProxyClient, is_proxy, proxy_client
 from lightning_hpo.schema import RUNG_ATTR_PREFIX as _ATTR_PREFIX
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
+from lightning_hpo.storage._proxy_client import ProxyClient, is_proxy, proxy_client
 
 __all__ = ["RungRecord", "open_rung_store", "rung_records", "rung_store_of"]
 

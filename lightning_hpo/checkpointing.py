@@ -53,8 +53,7 @@ from lightning.pytorch.plugins.io import AsyncCheckpointIO
 from lightning.pytorch.utilities import rank_zero_warn
 from typing_extensions import override
 
-from lightning_hpo._registry import _check_choice, _check_float, _check_int
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, field_choice, field_float, field_int
 
 __all__ = [
     "EVERY_CHOICES",
@@ -322,9 +321,9 @@ class ResumeCheckpoint(Checkpoint):
         if not isinstance(path, str | os.PathLike) or not os.fspath(path):
             raise ConfigError("path", f"must be a file path, got {path!r}")
         self.path = os.fspath(path)
-        self.every: Every = _check_choice("every", every, EVERY_CHOICES)  # type: ignore[assignment]
-        self.rungs = frozenset(_check_int("rungs", rung, minimum=1) for rung in rungs)
-        self.budget = _check_float("budget", budget, low=0.0)
+        self.every: Every = field_choice("every", every, EVERY_CHOICES)  # type: ignore[assignment]
+        self.rungs = frozenset(field_int("rungs", rung, minimum=1) for rung in rungs)
+        self.budget = field_float("budget", budget, low=0.0)
         if on_save is not None and not callable(on_save):
             raise ConfigError("on_save", f"must be callable or None, got {on_save!r}")
         self.on_save = on_save

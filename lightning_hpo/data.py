@@ -39,8 +39,8 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningDataModule
 from torch import Tensor
 
-from lightning_hpo._registry import _build, _check_float, _check_int, _defaults, _resolve_class
-from lightning_hpo.errors import ConfigError
+from lightning_hpo._registry import _build, _defaults, _resolve_class
+from lightning_hpo.errors import ConfigError, field_float, field_int
 from lightning_hpo.tensor_data import TensorDataModule
 
 __all__ = [
@@ -141,10 +141,10 @@ class DigitsDataModule(TensorDataModule):
         on_device: bool | str = "auto",
     ) -> None:
         super().__init__(batch_size, num_workers, on_device)
-        self.val_fraction = _check_float(
+        self.val_fraction = field_float(
             "data.val_fraction", val_fraction, low=0.0, high=1.0, low_open=True
         )
-        self.seed = _check_int("data.seed", seed, minimum=0)
+        self.seed = field_int("data.seed", seed, minimum=0)
         self.save_hyperparameters()
 
     def data_key(self) -> Hashable:

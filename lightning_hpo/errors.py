@@ -1,17 +1,42 @@
-"""Errors a user can act on.
+"""Errors a user can act on, and the checks that raise them, one message template each.
 
 Every error that comes from user input names the field it is about and what is allowed, so the
-CLI can print it as one line and exit with code 2. Example::
+CLI can print it as one line and exit with code 2. Two templates:
+
+* a config field or a registry argument (:func:`field_int`, :func:`field_float`,
+  :func:`field_choice`): a :class:`ConfigError` with the field's dotted name;
+* an argument of the Python API (:func:`argument_int`, :func:`argument_bool`): a ``ValueError`` in
+  Optuna's words, "The value of `reduction_factor` is 1, but must be `reduction_factor >= 2`."
+
+Example::
 
     >>> raise ConfigError("pruner.reduction_factor", "is 1, but must be an integer >= 2")
     Traceback (most recent call last):
     ...
     lightning_hpo.errors.ConfigError: pruner.reduction_factor: is 1, but must be an integer >= 2
+    >>> field_int("stop.n_trials", None, minimum=1, optional=True) is None
+    True
+    >>> argument_int("reduction_factor", 1, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: The value of `reduction_factor` is 1, but must be `reduction_factor >= 2`.
 """
 
 from __future__ import annotations
 
-__all__ = ["EXIT_BAD_INPUT", "ConfigError"]
+import math
+from numbers import Integral, Real
+from typing import Any, Literal, overload
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "ConfigError",
+    "argument_bool",
+    "argument_int",
+    "field_choice",
+    "field_float",
+    "field_int",
+]
 
 #: The exit code of every command-line tool of ours for bad input (as argparse uses).
 EXIT_BAD_INPUT = 2
@@ -29,3 +54,96 @@ class ConfigError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+# --- config fields: each returns the value (a plain Python number) or raises ConfigError ---
+
+
+@overload
+def field_int(
+    field: str, value: Any, *, minimum: int, optional: Literal[False] = False
+) -> int: ...
+@overload
+def field_int(field: str, value: Any, *, minimum: int, optional: bool) -> int | None: ...
+def field_int(field: str, value: Any, *, minimum: int, optional: bool = False) -> int | None:
+    """``value`` as an int ``>= minimum`` (``None`` stays ``None`` when ``optional``).
+
+    Raises:
+        ConfigError: ``field``, for a bool, a non-integer or a value below ``minimum``.
+    """
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ConfigError(field, f"is {value!r}, but must be an integer >= {minimum}")
+    return int(value)
+
+
+def field_float(
+    field: str,
+    value: Any,
+    *,
+    low: float,
+    high: float = math.inf,
+    low_open: bool = False,
+    high_open: bool = True,
+) -> float:
+    """``value`` as a float in the interval from ``low`` to ``high``.
+
+    ``low_open``/``high_open`` exclude the bound itself: ``low=0, low_open=True`` is ``> 0``.
+
+    Raises:
+        ConfigError: ``field``, for a bool, a non-number, NaN or a value outside the interval.
+    """
+    if math.isinf(high):
+        allowed = f"a number {'>' if low_open else '>='} {low:g}"
+    else:
+        left, right = "(" if low_open else "[", ")" if high_open else "]"
+        allowed = f"a number in {left}{low:g}, {high:g}{right}"
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ConfigError(field, f"must be {allowed}, got {value!r}")
+    number = float(value)
+    too_low = number <= low if low_open else number < low
+    too_high = number >= high if high_open else number > high
+    if math.isnan(number) or too_low or too_high:
+        raise ConfigError(field, f"is {value!r}, but must be {allowed}")
+    return number
+
+
+def field_choice(field: str, value: Any, allowed: tuple[str, ...] | list[str]) -> str:
+    """``value`` when it is one of ``allowed``.
+
+    Raises:
+        ConfigError: ``field``, listing what is allowed.
+    """
+    if value not in allowed:
+        raise ConfigError(field, f"is {value!r}; allowed: {', '.join(allowed)}")
+    return str(value)
+
+
+# --- arguments of the Python API (pruners, rung arithmetic, schedules): ValueError ----------
+
+
+def argument_int(name: str, value: object, minimum: int) -> int:
+    """``value`` when it is an int (not a bool: ``True`` epochs is a bug) ``>= minimum``.
+
+    Raises:
+        ValueError: in Optuna's template, naming ``name``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(
+            f"The value of `{name}` is {value!r}, but must be an integer `{name} >= {minimum}`."
+        )
+    if value < minimum:
+        raise ValueError(f"The value of `{name}` is {value}, but must be `{name} >= {minimum}`.")
+    return value
+
+
+def argument_bool(name: str, value: object) -> bool:
+    """``value`` when it is ``True`` or ``False``.
+
+    Raises:
+        ValueError: in Optuna's template, naming ``name``.
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"The value of `{name}` is {value!r}, but must be True or False.")
+    return value

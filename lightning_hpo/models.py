@@ -38,14 +38,8 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
-from lightning_hpo._registry import (
-    _build,
-    _check_choice,
-    _check_float,
-    _check_int,
-    _defaults,
-    _resolve_class,
-)
+from lightning_hpo._registry import _build, _defaults, _resolve_class
+from lightning_hpo.errors import field_choice, field_float, field_int
 
 __all__ = [
     "MODELS",
@@ -100,10 +94,10 @@ class ImageClassifier(LightningModule):
         num_classes: int = 10,
     ) -> None:
         super().__init__()
-        self._lr = _check_float("model.lr", lr, low=0.0, low_open=True)
-        self._momentum = _check_float("model.momentum", momentum, low=0.0, high=1.0)
-        self._weight_decay = _check_float("model.weight_decay", weight_decay, low=0.0)
-        self._num_classes = _check_int("model.num_classes", num_classes, minimum=2)
+        self._lr = field_float("model.lr", lr, low=0.0, low_open=True)
+        self._momentum = field_float("model.momentum", momentum, low=0.0, high=1.0)
+        self._weight_decay = field_float("model.weight_decay", weight_decay, low=0.0)
+        self._num_classes = field_int("model.num_classes", num_classes, minimum=2)
         self._train_sums = _EpochSums()  # loss
         self._train_logged = False
         self._val_sums = _EpochSums()  # loss, wrong predictions
@@ -257,7 +251,7 @@ class LeNet(ImageClassifier):
         activation: Literal["relu", "sigmoid"] = "relu",
     ) -> None:
         super().__init__(lr, momentum, weight_decay, num_classes)
-        activation = _check_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
+        activation = field_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
         self.save_hyperparameters()
         act: type[nn.Module] = nn.ReLU if activation == "relu" else nn.Sigmoid
         pool: type[nn.Module] = nn.MaxPool2d if activation == "relu" else nn.AvgPool2d
@@ -308,11 +302,11 @@ class DropoutMLP(ImageClassifier):
         dropout_2: float = 0.5,
     ) -> None:
         super().__init__(lr, momentum, weight_decay, num_classes)
-        num_inputs = _check_int("model.num_inputs", num_inputs, minimum=1)
-        num_hiddens_1 = _check_int("model.num_hiddens_1", num_hiddens_1, minimum=1)
-        num_hiddens_2 = _check_int("model.num_hiddens_2", num_hiddens_2, minimum=1)
-        dropout_1 = _check_float("model.dropout_1", dropout_1, low=0.0, high=1.0)
-        dropout_2 = _check_float("model.dropout_2", dropout_2, low=0.0, high=1.0)
+        num_inputs = field_int("model.num_inputs", num_inputs, minimum=1)
+        num_hiddens_1 = field_int("model.num_hiddens_1", num_hiddens_1, minimum=1)
+        num_hiddens_2 = field_int("model.num_hiddens_2", num_hiddens_2, minimum=1)
+        dropout_1 = field_float("model.dropout_1", dropout_1, low=0.0, high=1.0)
+        dropout_2 = field_float("model.dropout_2", dropout_2, low=0.0, high=1.0)
         self.save_hyperparameters()
         self.net = nn.Sequential(
             nn.Flatten(),

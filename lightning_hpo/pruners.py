@@ -138,16 +138,16 @@ class _Ladder:
     """One bracket's rungs (epochs); unbounded when ``max_resource`` is None."""
 
     min_resource: int
-    reduction_factor: int
     max_resource: int | None
+    reduction_factor: int
     levels: list[int] | None = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         # rung_levels validates all three arguments (its errors name the argument).
         bounded = self.max_resource is not None
         levels = rungs.rung_levels(
-            self.min_resource, self.reduction_factor, self.max_resource,
-            up_to=None if bounded else 0,
+            self.min_resource, max_resource=self.max_resource,
+            reduction_factor=self.reduction_factor, up_to=None if bounded else 0,
         )
         object.__setattr__(self, "levels", levels if bounded else None)
 
@@ -155,7 +155,8 @@ class _Ladder:
         """The rungs in ``(previous_step, step]``, ascending."""
         if self.levels is not None:
             return rungs.crossed_rungs(self.levels, previous_step, step)
-        levels = rungs.rung_levels(self.min_resource, self.reduction_factor, up_to=step)
+        levels = rungs.rung_levels(self.min_resource, reduction_factor=self.reduction_factor,
+                                   up_to=step)
         return rungs.crossed_rungs(levels, previous_step, step)
 
 
@@ -223,9 +224,13 @@ class ASHAPruner(optuna.pruners.BasePruner):
 
     Args:
         min_resource: the first rung, in epochs completed (``>= 1``).
-        reduction_factor: keep one in ``reduction_factor`` trials at each rung (``>= 2``).
         max_resource: the epochs a trial may train (``>= min_resource``), the last rung, where
-            no decision is made; ``None`` for an unbounded ladder.
+            no decision is made; ``None`` for an unbounded ladder. Keyword-only, as
+            ``reduction_factor``: Optuna's ``SuccessiveHalvingPruner`` takes
+            ``(min_resource, reduction_factor)`` in that order, ours the package's one order
+            (:mod:`lightning_hpo.rungs`), so a positional call fails instead of meaning another
+            ladder.
+        reduction_factor: keep one in ``reduction_factor`` trials at each rung (``>= 2``).
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -244,19 +249,19 @@ class ASHAPruner(optuna.pruners.BasePruner):
         ...             raise optuna.TrialPruned()
         ...     return error
         >>> study = optuna.create_study(
-        ...     pruner=ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9))
+        ...     pruner=ASHAPruner(min_resource=1, max_resource=9, reduction_factor=3))
         >>> study.optimize(objective, n_trials=10)
     """
 
     def __init__(
-        self, min_resource: int = 1, reduction_factor: int = 3, max_resource: int | None = None
+        self, min_resource: int = 1, *, max_resource: int | None = None, reduction_factor: int = 3
     ) -> None:
-        self._ladder = _Ladder(min_resource, reduction_factor, max_resource)  # validates
+        self._ladder = _Ladder(min_resource, max_resource, reduction_factor)  # validates
         self._note = _SettingsNote({
             "name": "asha",
             "min_resource": min_resource,
-            "reduction_factor": reduction_factor,
             "max_resource": max_resource,
+            "reduction_factor": reduction_factor,
             "brackets": None if self._ladder.levels is None else [self._ladder.levels],
             "budgets": [],
         })
@@ -290,7 +295,7 @@ class ASHAPruner(optuna.pruners.BasePruner):
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(min_resource={self.min_resource}, "
-            f"reduction_factor={self.reduction_factor}, max_resource={self.max_resource})"
+            f"max_resource={self.max_resource}, reduction_factor={self.reduction_factor})"
         )
 
 
@@ -349,8 +354,8 @@ class HyperbandPruner(HyperbandBase):
         self._ladders = [
             _Ladder(
                 rungs.bracket_min_resource(min_resource, reduction_factor, bracket),
-                reduction_factor,
                 max_resource,
+                reduction_factor,
             )
             for bracket in range(n_brackets)
         ]
@@ -358,8 +363,8 @@ class HyperbandPruner(HyperbandBase):
         self._note = _SettingsNote({
             "name": "hyperband",
             "min_resource": min_resource,
-            "reduction_factor": reduction_factor,
             "max_resource": max_resource,
+            "reduction_factor": reduction_factor,
             "brackets": [ladder.levels for ladder in self._ladders],
             "budgets": self._budgets,
         })

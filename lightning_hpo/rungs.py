@@ -3,7 +3,7 @@
 A *rung* is a resource level (epochs completed, counted from 1) at which a trial is compared with
 the other trials that reached it. Rungs are ``min_resource * reduction_factor**k`` for
 ``k = 0, 1, ...``; with a ``max_resource`` the ladder stops there and ``max_resource`` is the last
-rung even when it is not a power level (``min_resource=2, reduction_factor=2, max_resource=10``
+rung even when it is not a power level (``min_resource=2, max_resource=10, reduction_factor=2``
 gives rungs 2, 4, 8, 10). Without ``max_resource`` the ladder has no top: :func:`rung_levels`
 then lists the rungs up to a step you name (``up_to``) and :func:`next_rung_level` walks it.
 
@@ -13,15 +13,26 @@ Which trials continue at a rung is the pruner's rule, not arithmetic of the ladd
 Hyperband (Li et al., "Hyperband: A Novel Bandit-Based Approach to Hyperparameter
 Optimization", JMLR 2018) runs several such ladders, *brackets*, with a growing minimum
 resource; :func:`hyperband_brackets`, :func:`trial_allocation_budgets` and :func:`bracket_of`
-reproduce Optuna's ``HyperbandPruner`` bookkeeping with exact integer arithmetic.
+reproduce Optuna's ``HyperbandPruner`` bookkeeping with exact integer arithmetic. The
+synchronous schedules' rounds are here too (:func:`successive_halving_plan`,
+:func:`hyperband_rounds`, :func:`round_epochs`): this module is the one place rungs are counted.
+
+**One argument order** across the package: ``min_resource, max_resource, reduction_factor``,
+Optuna's ``HyperbandPruner``'s (:class:`~lightning_hpo.pruners.HyperbandPruner`, the schedules,
+:func:`hyperband_brackets`, :func:`trial_allocation_budgets`, :func:`hyperband_rounds`). Where a
+signature mirrors Optuna's ``SuccessiveHalvingPruner(min_resource, reduction_factor)``, or used
+that order before (:class:`~lightning_hpo.pruners.ASHAPruner`, :func:`rung_levels`,
+:func:`next_rung_level`, :func:`successive_halving_plan`), ``max_resource`` and
+``reduction_factor`` are keyword-only, so a call written in the other order fails instead of
+meaning something else.
 
 Example::
 
-    >>> rung_levels(1, 3, 27)
+    >>> rung_levels(1, max_resource=27, reduction_factor=3)
     [1, 3, 9, 27]
-    >>> rung_levels(2, 2, 10)
+    >>> rung_levels(2, max_resource=10, reduction_factor=2)
     [2, 4, 8, 10]
-    >>> successive_halving_plan(2, 2, 10)
+    >>> successive_halving_plan(2, max_resource=10, reduction_factor=2)
     [(2, 8), (4, 4), (8, 2), (10, 1)]
     >>> crossed_rungs([2, 4, 8, 10], previous_step=3, step=8)
     [4, 8]
@@ -33,12 +44,16 @@ import binascii
 from bisect import bisect_right
 from collections.abc import Sequence
 
+from lightning_hpo.errors import argument_int
+
 __all__ = [
     "bracket_min_resource",
     "bracket_of",
     "crossed_rungs",
     "hyperband_brackets",
+    "hyperband_rounds",
     "next_rung_level",
+    "round_epochs",
     "rung_levels",
     "successive_halving_plan",
     "trial_allocation_budgets",
@@ -47,19 +62,19 @@ __all__ = [
 
 def rung_levels(
     min_resource: int,
-    reduction_factor: int,
-    max_resource: int | None = None,
     *,
+    max_resource: int | None = None,
+    reduction_factor: int,
     up_to: int | None = None,
 ) -> list[int]:
     """The rung levels of one successive-halving ladder, in epochs, ascending.
 
     Args:
         min_resource: the first rung, in epochs (``>= 1``).
-        reduction_factor: the ratio between consecutive rungs (``>= 2``).
         max_resource: the last rung, in epochs (``>= min_resource``); it ends the list even when
             it is not ``min_resource * reduction_factor**k``. ``None`` means no top: the ladder is
             unbounded, and ``up_to`` must say how far to list it.
+        reduction_factor: the ratio between consecutive rungs (``>= 2``).
         up_to: list only the rungs ``<= up_to`` (epochs, ``>= 0``). Required when
             ``max_resource`` is ``None``; optional otherwise.
 
@@ -72,14 +87,14 @@ def rung_levels(
 
     Example::
 
-        >>> rung_levels(1, 3, 27)
+        >>> rung_levels(1, max_resource=27, reduction_factor=3)
         [1, 3, 9, 27]
-        >>> rung_levels(2, 2, 10)
+        >>> rung_levels(2, max_resource=10, reduction_factor=2)
         [2, 4, 8, 10]
-        >>> rung_levels(1, 3, up_to=30)
+        >>> rung_levels(1, reduction_factor=3, up_to=30)
         [1, 3, 9, 27]
     """
-    _check_ladder(min_resource, reduction_factor, max_resource)
+    _check_ladder(min_resource, max_resource, reduction_factor)
     if up_to is None:
         if max_resource is None:
             raise ValueError(
@@ -88,7 +103,7 @@ def rung_levels(
             )
         limit = max_resource
     else:
-        _check_int("up_to", up_to, 0)
+        argument_int("up_to", up_to, 0)
         limit = up_to if max_resource is None else min(up_to, max_resource)
     levels: list[int] = []
     level = min_resource
@@ -101,7 +116,7 @@ def rung_levels(
 
 
 def next_rung_level(
-    step: int, min_resource: int, reduction_factor: int, max_resource: int | None = None
+    step: int, min_resource: int, *, max_resource: int | None = None, reduction_factor: int
 ) -> int | None:
     """The first rung above ``step`` (epochs), or ``None`` when ``step`` is at or past the top.
 
@@ -109,15 +124,15 @@ def next_rung_level(
 
     Example::
 
-        >>> next_rung_level(0, 1, 3)
+        >>> next_rung_level(0, 1, reduction_factor=3)
         1
-        >>> next_rung_level(9, 1, 3)
+        >>> next_rung_level(9, 1, reduction_factor=3)
         27
-        >>> next_rung_level(8, 2, 2, 10), next_rung_level(10, 2, 2, 10)
-        (10, None)
+        >>> [next_rung_level(step, 2, max_resource=10, reduction_factor=2) for step in (8, 10)]
+        [10, None]
     """
-    _check_ladder(min_resource, reduction_factor, max_resource)
-    _check_int("step", step, 0)
+    _check_ladder(min_resource, max_resource, reduction_factor)
+    argument_int("step", step, 0)
     if max_resource is not None and step >= max_resource:
         return None
     level = min_resource
@@ -127,37 +142,76 @@ def next_rung_level(
 
 
 def successive_halving_plan(
-    min_resource: int, reduction_factor: int, max_resource: int
+    min_resource: int,
+    *,
+    max_resource: int,
+    reduction_factor: int,
+    prefact: int = 1,
+    configs: int | None = None,
 ) -> list[tuple[int, int]]:
     """One synchronous round of successive halving: ``(rung level, configurations)`` pairs.
 
-    With ``L`` rungs (:func:`rung_levels`, ``max_resource`` included), the round starts
-    ``reduction_factor**(L - 1)`` configurations at ``min_resource`` and keeps the best
-    ``1 / reduction_factor`` at each rung, so one configuration reaches ``max_resource``.
+    With ``K + 1`` rungs (:func:`rung_levels`, ``max_resource`` included), the round starts
+    ``prefact * reduction_factor**K`` configurations at ``min_resource``, and each rung keeps
+    ``floor(held / reduction_factor)`` of the ``held`` ones, so ``prefact`` configurations reach
+    ``max_resource``.
 
     Args:
         min_resource: the first rung, in epochs (``>= 1``).
-        reduction_factor: keep one in ``reduction_factor`` at each rung (``>= 2``).
         max_resource: the last rung, in epochs (``>= min_resource``).
+        reduction_factor: keep one in ``reduction_factor`` at each rung (``>= 2``).
+        prefact: configurations per round, as a multiple of ``reduction_factor**K`` (``>= 1``).
+        configs: start this many instead (a round cut short by the trial budget; ``>= 0``).
 
     Raises:
         ValueError: an argument is not an integer in its range (the message names it).
 
     Example::
 
-        >>> successive_halving_plan(2, 2, 10)
+        >>> successive_halving_plan(2, max_resource=10, reduction_factor=2)
         [(2, 8), (4, 4), (8, 2), (10, 1)]
-        >>> successive_halving_plan(1, 3, 27)
+        >>> successive_halving_plan(1, max_resource=27, reduction_factor=3)
         [(1, 27), (3, 9), (9, 3), (27, 1)]
+        >>> successive_halving_plan(1, max_resource=1000, reduction_factor=10, prefact=2)
+        [(1, 2000), (10, 200), (100, 20), (1000, 2)]
+        >>> successive_halving_plan(2, max_resource=10, reduction_factor=2, configs=5)
+        [(2, 5), (4, 2), (8, 1), (10, 0)]
     """
     if max_resource is None:
         raise ValueError(
             "The value of `max_resource` is None, but must be an integer "
             "`max_resource >= min_resource`."
         )
-    levels = rung_levels(min_resource, reduction_factor, max_resource)
-    top = len(levels) - 1
-    return [(level, reduction_factor ** (top - k)) for k, level in enumerate(levels)]
+    levels = rung_levels(min_resource, max_resource=max_resource,
+                         reduction_factor=reduction_factor)
+    held = argument_int("prefact", prefact, 1) * reduction_factor ** (len(levels) - 1)
+    if configs is not None:
+        held = argument_int("configs", configs, 0)
+    plan = []
+    for level in levels:
+        plan.append((level, held))
+        held //= reduction_factor
+    return plan
+
+
+def round_epochs(plan: Sequence[tuple[int, int]], resume: bool) -> int:
+    """Epochs one synchronous round trains, for a :func:`successive_halving_plan`.
+
+    With ``resume``, a promoted configuration continues from its checkpoint and trains only the
+    epochs between its rungs; without, it retrains from epoch 0 up to the next rung, as the
+    textbook code does.
+
+    Example::
+
+        >>> plan = successive_halving_plan(2, max_resource=10, reduction_factor=2)
+        >>> round_epochs(plan, resume=True), round_epochs(plan, resume=False)
+        (34, 58)
+    """
+    total, previous = 0, 0
+    for level, configs in plan:
+        total += configs * (level - previous if resume else level)
+        previous = level
+    return total
 
 
 def crossed_rungs(levels: Sequence[int], previous_step: int, step: int) -> list[int]:
@@ -191,7 +245,7 @@ def hyperband_brackets(min_resource: int, max_resource: int, reduction_factor: i
         >>> [hyperband_brackets(1, max_resource, 3) for max_resource in (26, 27, 243)]
         [3, 4, 6]
     """
-    _check_ladder(min_resource, reduction_factor, max_resource)
+    _check_ladder(min_resource, max_resource, reduction_factor)
     count, level = 1, min_resource * reduction_factor
     while level <= max_resource:
         count += 1
@@ -207,9 +261,9 @@ def bracket_min_resource(min_resource: int, reduction_factor: int, bracket: int)
         >>> [bracket_min_resource(1, 3, s) for s in range(4)]
         [1, 3, 9, 27]
     """
-    _check_int("min_resource", min_resource, 1)
-    _check_int("reduction_factor", reduction_factor, 2)
-    _check_int("bracket", bracket, 0)
+    argument_int("min_resource", min_resource, 1)
+    argument_int("reduction_factor", reduction_factor, 2)
+    argument_int("bracket", bracket, 0)
     return min_resource * reduction_factor**bracket
 
 
@@ -228,11 +282,40 @@ def trial_allocation_budgets(
         [27, 12, 6, 4]
     """
     n_brackets = hyperband_brackets(min_resource, max_resource, reduction_factor)
-    budgets = []
-    for bracket in range(n_brackets):
-        s = n_brackets - 1 - bracket
-        budgets.append(-(-(n_brackets * reduction_factor**s) // (s + 1)))  # exact ceil
-    return budgets
+    return [_bracket_size(n_brackets, bracket, reduction_factor) for bracket in range(n_brackets)]
+
+
+def hyperband_rounds(
+    min_resource: int, max_resource: int, reduction_factor: int, prefact: int = 1
+) -> list[tuple[list[int], int]]:
+    """Synchronous Hyperband's brackets, ``(rungs in epochs, configurations)``, in round order.
+
+    With the full ladder's ``s_max + 1`` rungs (:func:`rung_levels`), round ``j`` runs bracket
+    ``s = s_max - (j mod (s_max + 1))``: the ladder without its first ``s_max - s`` rungs,
+    started with ``prefact * ceil((s_max + 1) / (s + 1) * reduction_factor**s)`` configurations
+    (Li et al., JMLR 2018, Algorithm 1, in exact integers; the share
+    :func:`trial_allocation_budgets` gives bracket ``s_max - s``). The list holds one full
+    cycle, the most aggressive bracket first.
+
+    Raises:
+        ValueError: an argument is out of range, naming it.
+
+    Example::
+
+        >>> for ladder, configs in hyperband_rounds(1, 27, 3):
+        ...     print(ladder, configs)
+        [1, 3, 9, 27] 27
+        [3, 9, 27] 12
+        [9, 27] 6
+        [27] 4
+    """
+    levels = rung_levels(min_resource, max_resource=max_resource,
+                         reduction_factor=reduction_factor)
+    argument_int("prefact", prefact, 1)
+    # One bracket per rung, the appended max_resource included (the textbook's K + 1 rungs;
+    # Optuna's hyperband_brackets does not count an appended max_resource).
+    return [(levels[bracket:], prefact * _bracket_size(len(levels), bracket, reduction_factor))
+            for bracket in range(len(levels))]
 
 
 def bracket_of(study_name: str, trial_number: int, budgets: Sequence[int]) -> int:
@@ -266,19 +349,16 @@ def bracket_of(study_name: str, trial_number: int, budgets: Sequence[int]) -> in
     raise AssertionError("unreachable: the slot is below the sum of the budgets")
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    # bool is an int in Python; a resource of True epochs is a bug, not a 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(
-            f"The value of `{name}` is {value!r}, but must be an integer `{name} >= {minimum}`."
-        )
-    if value < minimum:
-        raise ValueError(f"The value of `{name}` is {value}, but must be `{name} >= {minimum}`.")
+def _bracket_size(n_brackets: int, bracket: int, reduction_factor: int) -> int:
+    """Hyperband's ``n_i`` for bracket ``bracket`` of ``n_brackets``: ``ceil(B * eta**s / (s + 1))``
+    with ``s = B - 1 - bracket``, in exact integers."""
+    s = n_brackets - 1 - bracket
+    return -(-(n_brackets * reduction_factor**s) // (s + 1))
 
 
-def _check_ladder(min_resource: int, reduction_factor: int, max_resource: int | None) -> None:
-    _check_int("min_resource", min_resource, 1)
-    _check_int("reduction_factor", reduction_factor, 2)
+def _check_ladder(min_resource: int, max_resource: int | None, reduction_factor: int) -> None:
+    argument_int("min_resource", min_resource, 1)
+    argument_int("reduction_factor", reduction_factor, 2)
     if max_resource is None:
         return
     if isinstance(max_resource, bool) or not isinstance(max_resource, int):
@@ -291,4 +371,3 @@ def _check_ladder(min_resource: int, reduction_factor: int, max_resource: int | 
             f"The value of `max_resource` is {max_resource}, but must be "
             f"`max_resource >= min_resource` ({min_resource})."
         )
-

@@ -59,8 +59,7 @@ from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpo._registry import _check_int
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, field_int
 
 __all__ = ["TensorBatches", "TensorDataModule", "clear_data_cache"]
 
@@ -243,8 +242,8 @@ class TensorDataModule(LightningDataModule):
         self, batch_size: int, num_workers: int = 0, on_device: bool | str = "auto"
     ) -> None:
         super().__init__()
-        self.batch_size = _check_int("data.batch_size", batch_size, minimum=1)
-        self.num_workers = _check_int("data.num_workers", num_workers, minimum=0)
+        self.batch_size = field_int("data.batch_size", batch_size, minimum=1)
+        self.num_workers = field_int("data.num_workers", num_workers, minimum=0)
         self.on_device = _check_on_device(on_device)
         self.train_set: TensorDataset | None = None
         self.val_set: TensorDataset | None = None

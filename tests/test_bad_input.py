@@ -18,8 +18,8 @@ import yaml
 from _support import config_file, launch
 
 import lightning_hpo.launch.folders as launcher
-from lightning_hpo.config import load_config
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import load_config
 from lightning_hpo.storage import check_storage, open_storage
 
 SECRET = "s3cr3t-pw"

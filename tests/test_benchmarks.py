@@ -126,7 +126,7 @@ def test_arm_names_round_trip_and_keep_the_random_samplers_names() -> None:
 
 @pytest.mark.parametrize("arm", ["random", "asha", "tpe", "tpe-asha", "gp", "gp-hyperband"])
 def test_search_build_config_is_a_valid_launcher_config(arm: str, tmp_path: Path) -> None:
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
 
     raw = bench_search.build_config(arm, 3, 60.0, str(tmp_path / "s.journal"), str(tmp_path), 2)
     cfg = parse_config(raw)
@@ -156,9 +156,9 @@ def _fake_run_study(raw: dict, epochs: int | None) -> tuple[float, float]:
     curve, one trial after another, until ``epochs`` epochs are spent; the trial running then
     goes on to its end (as a second worker's would), so the stream must be cut. It runs in
     memory and copies the trials to the journal at the end (a journal write costs an fsync)."""
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
+    from lightning_hpo.launch.space import suggest
     from lightning_hpo.launch.study import build_pruner, build_sampler
-    from lightning_hpo.space import suggest
     from lightning_hpo.storage import open_storage
 
     assert epochs is not None
@@ -417,7 +417,7 @@ def test_round_outcome_and_its_check() -> None:
 
 @pytest.mark.parametrize("method", bench_promotion.METHODS)
 def test_build_config_is_a_valid_launcher_config(method: str, tmp_path: Path) -> None:
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
 
     cfg = parse_config(bench_promotion.build_config(method, 3, 30.0, str(tmp_path / "s.journal"),
                                                     str(tmp_path), workers=2))
@@ -431,7 +431,7 @@ def test_build_config_is_a_valid_launcher_config(method: str, tmp_path: Path) ->
 
 
 def test_round_config_and_unknown_method(tmp_path: Path) -> None:
-    from lightning_hpo.config import parse_config
+    from lightning_hpo.launch.config import parse_config
 
     cfg = parse_config(bench_promotion.round_config(False, str(tmp_path / "r.journal"),
                                                     str(tmp_path), workers=2))

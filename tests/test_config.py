@@ -8,7 +8,8 @@ from pathlib import Path
 import optuna
 import pytest
 
-from lightning_hpo.config import (
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import (
     CONFIG_DIR,
     DEFAULT_CONFIG,
     Config,
@@ -20,7 +21,6 @@ from lightning_hpo.config import (
     resolve_config,
     shipped_configs,
 )
-from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.study import build_sampler, stored_config
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
@@ -318,7 +318,7 @@ def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
 def test_the_default_logger_is_tensorboard_when_installed(
     installed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.config._tensorboard_available", lambda: installed)
+    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: installed)
     cfg = parse_config(BASE)
     assert cfg.logger == ("tensorboard" if installed else "csv")
     assert "logger" not in cfg.trainer  # a launcher setting, never a Trainer argument
@@ -344,7 +344,7 @@ def test_a_bad_logger_is_one_error_naming_the_choices(value: str) -> None:
 def test_tensorboard_asked_for_but_not_installed_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.config._tensorboard_available", lambda: False)
+    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: False)
     with pytest.raises(ConfigError) as info:
         parse_config(_with("trainer.logger", "tensorboard"))
     assert info.value.field == "trainer.logger" and "\n" not in str(info.value)

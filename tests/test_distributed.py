@@ -19,7 +19,7 @@ from _support import run_job
 from optuna.storages.journal import JournalFileBackend
 
 import lightning_hpo as hpo
-from lightning_hpo._ddp_channel import LeaderError, decode_error, encode_error
+from lightning_hpo.distributed._channel import LeaderError, decode_error, encode_error
 from lightning_hpo.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,8 +29,8 @@ from optuna.distributions import (
 from optuna.trial import TrialState, create_trial
 
 from lightning_hpo._optuna import claim_waiting_trial
+from lightning_hpo.launch.space import parse_space, suggest
 from lightning_hpo.schema import CONFIG_ATTR
-from lightning_hpo.space import parse_space, suggest
 from lightning_hpo.storage import open_storage
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

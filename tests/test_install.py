@@ -93,8 +93,9 @@ def test_the_launcher_checks_the_quickstart_from_an_installed_wheel(
 ) -> None:
     """`python -m lightning_hpo.launch --check`, no argument, in an empty folder: the packaged
     quickstart is found, and nothing is written (the storage and runs/ would land here)."""
-    where = _run(["-c", "import importlib.metadata as m, lightning_hpo as h, lightning_hpo.config "
-                  f"as c; print(h.__file__, c.DEFAULT_CONFIG, m.version({DISTRIBUTION!r}))"],
+    where = _run(["-c", "import importlib.metadata as m, lightning_hpo as h, "
+                  "lightning_hpo.launch.config as c; "
+                  f"print(h.__file__, c.DEFAULT_CONFIG, m.version({DISTRIBUTION!r}))"],
                  cwd=tmp_path, site=installed.site)
     assert where.returncode == 0, where.stderr[-3000:]
     package = installed.site / "lightning_hpo"

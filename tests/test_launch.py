@@ -33,8 +33,8 @@ from _support import (
 )
 from optuna.trial import TrialState
 
-from lightning_hpo.config import DEFAULT_CONFIG, load_config, parse_config
 from lightning_hpo.launch.__main__ import main as launcher_main
+from lightning_hpo.launch.config import DEFAULT_CONFIG, load_config, parse_config
 from lightning_hpo.launch.devices import plan_slots
 from lightning_hpo.launch.status import summary
 from lightning_hpo.launch.study import open_study
@@ -484,7 +484,7 @@ def test_the_command_in_each_config_runs_that_config(
 _SET_UP = """
 import sys, time, yaml
 from pathlib import Path
-from lightning_hpo.config import parse_config
+from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.study import open_study
 from lightning_hpo.storage import open_storage
 cfg = parse_config(yaml.safe_load(Path(sys.argv[1]).read_text()))
@@ -552,7 +552,7 @@ _HOLD_LOCK = """
 import sys, time, yaml
 from pathlib import Path
 from lightning_hpo._optuna import storage_of
-from lightning_hpo.config import parse_config
+from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.study import open_study, study_lock
 from lightning_hpo.storage import open_storage
 cfg = parse_config(yaml.safe_load(Path(sys.argv[1]).read_text()))

@@ -332,7 +332,8 @@ class _ShuffledStorage(InMemoryStorage):
 
 
 def test_attrs_out_of_insertion_order_are_an_error_not_a_wrong_count() -> None:
-    study = optuna.create_study(storage=_ShuffledStorage(), pruner=ASHAPruner(1, 2, 8))
+    study = optuna.create_study(storage=_ShuffledStorage(),
+                                pruner=ASHAPruner(1, max_resource=8, reduction_factor=2))
     decisions = []
     with pytest.raises(OptunaContractError, match="insertion order"):
         for value in (1.0, 2.0, 3.0, 4.0):

@@ -77,8 +77,9 @@ def test_what_the_public_names_are() -> None:
     assert all(issubclass(cls, L.LightningDataModule) for cls in hpo.DATAMODULES.values())
     assert type(hpo.build_model("lenet")) is hpo.LeNet
     assert type(hpo.build_datamodule("digits", batch_size=8)) is hpo.DigitsDataModule
-    assert hpo.rung_levels(1, 3, 27) == [1, 3, 9, 27]
-    assert hpo.successive_halving_plan(1, 3, 27) == [(1, 27), (3, 9), (9, 3), (27, 1)]
+    assert hpo.rung_levels(1, max_resource=27, reduction_factor=3) == [1, 3, 9, 27]
+    assert hpo.successive_halving_plan(1, max_resource=27, reduction_factor=3) == [
+        (1, 27), (3, 9), (9, 3), (27, 1)]
     assert hpo.is_follower() is False  # no launcher set a rank here
     assert type(hpo.create_study()) is hpo.DistributedStudy
 

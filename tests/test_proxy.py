@@ -24,8 +24,8 @@ from optuna.trial import TrialState
 import lightning_hpo
 from lightning_hpo import ASHAPruner, HyperbandPruner
 from lightning_hpo._rung_store import rung_records
-from lightning_hpo.config import load_config
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import load_config
 from lightning_hpo.proxy import serve
 from lightning_hpo.storage import StorageSpec, open_storage
 
@@ -216,7 +216,8 @@ def test_pruning_through_the_proxy_decides_as_on_a_database(
     def run(storage: Any, name: str) -> list[TrialState]:
         study = lightning_hpo.create_study(
             storage=storage, study_name=name,
-            pruner=ASHAPruner(1, 3, 9) if pruner == "asha" else HyperbandPruner(1, 9, 3),
+            pruner=(ASHAPruner(1, max_resource=9, reduction_factor=3) if pruner == "asha"
+                    else HyperbandPruner(1, 9, 3)),
             sampler=optuna.samplers.RandomSampler(seed=3))
 
         def objective(trial: optuna.Trial) -> float:

@@ -43,6 +43,11 @@ def _value(direction: str, loss: float) -> float:
     return loss if direction == "minimize" else -loss
 
 
+def _asha_2_10() -> ASHAPruner:
+    """ASHA with rungs 2, 4, 8, 10."""
+    return ASHAPruner(2, max_resource=10, reduction_factor=2)
+
+
 def _study(
     storage: StorageSpec, pruner: optuna.pruners.BasePruner, direction: str = "minimize",
     name: str = "study", sampler: optuna.samplers.BaseSampler | None = None,
@@ -125,7 +130,7 @@ def test_asha_continues_refuses_bad_counts(args: tuple[Any, Any, Any], message: 
 def test_first_trial_continues_and_records_each_rung_below_max(
     storage: StorageSpec, direction: str
 ) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     decisions = _trial(study, direction, [(step, 100.0 + step) for step in range(1, 11)])
     assert decisions == [False] * 10
     assert _records(study, direction) == {(0, 2, 0, 102.0), (0, 4, 0, 104.0), (0, 8, 0, 108.0)}
@@ -133,7 +138,7 @@ def test_first_trial_continues_and_records_each_rung_below_max(
 
 def test_promotion_quota_for_n_1_to_8(storage: StorageSpec, direction: str) -> None:
     # rung 2 with reduction_factor 2: keep the best max(1, n // 2) of n, the new value included
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     losses = [5.0, 4.0, 6.0, 3.0, 7.0, 4.5, 4.5, 5.0]
     #   n:      1    2    3    4    5    6    7    8
     #   quota:  1    1    1    2    2    3    3    4
@@ -144,7 +149,7 @@ def test_promotion_quota_for_n_1_to_8(storage: StorageSpec, direction: str) -> N
 
 
 def test_ties_continue(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     assert [_trial(study, direction, [(2, 1.0)])[0] for _ in range(3)] == [False] * 3
     assert _trial(study, direction, [(2, 1.5)]) == [True]  # n=4, quota 2, 3 better
 
@@ -152,7 +157,7 @@ def test_ties_continue(storage: StorageSpec, direction: str) -> None:
 def test_skipped_rungs_are_recorded_and_the_highest_decides(
     storage: StorageSpec, direction: str
 ) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     assert _trial(study, direction, [(2, 1.0), (4, 1.0)]) == [False, False]
     assert _trial(study, direction, [(2, 0.5)]) == [False]
     assert _trial(study, direction, [(2, 0.7)]) == [True]  # rung 2: n=3, 1 better
@@ -168,7 +173,7 @@ def test_skipped_rungs_are_recorded_and_the_highest_decides(
 def test_non_finite_values_are_pruned_at_the_first_rung_and_never_recorded(
     storage: StorageSpec, direction: str, bad: float
 ) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     trial = study.ask()
     trial.report(bad, 1)
     assert trial.should_prune() is False  # step 1 is no rung: no decision
@@ -180,7 +185,7 @@ def test_non_finite_values_are_pruned_at_the_first_rung_and_never_recorded(
 
 
 def test_no_decision_and_no_record_at_max_resource(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     assert _trial(study, direction, [(2, 0.0), (4, 0.0), (8, 0.0), (10, 0.0)]) == [False] * 4
     assert _trial(study, direction, [(10, 100.0)]) == [False]  # skips every rung: done
     assert _trial(study, direction, [(12, 100.0)]) == [False]
@@ -191,7 +196,7 @@ def test_no_decision_and_no_record_at_max_resource(storage: StorageSpec, directi
 
 
 def test_repeated_decision_at_a_step_is_idempotent(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     assert _trial(study, direction, [(2, 1.0)]) == [False]
     trial = study.ask()
     trial.report(_value(direction, 2.0), 2)
@@ -200,7 +205,7 @@ def test_repeated_decision_at_a_step_is_idempotent(storage: StorageSpec, directi
 
 
 def test_unbounded_ladder(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(1, 3), direction)
+    study = _study(storage, ASHAPruner(1, reduction_factor=3), direction)
     assert _trial(study, direction, [(1, 1.0), (2, 1.0), (81, 1.0), (100, 1.0)]) == [False] * 4
     assert sorted(r for _, r, _, _ in _records(study, direction)) == [1, 3, 9, 27, 81]
     assert _trial(study, direction, [(200, 2.0)]) == [True]  # rungs 1..81 crossed, 81 decides
@@ -263,7 +268,7 @@ def spy_factory(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[optuna.St
 def test_steps_between_rungs_do_not_touch_the_storage(
     storage: StorageSpec, direction: str, spy_factory: Callable[[optuna.Study], _StorageSpy]
 ) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     _trial(study, direction, [(2, 1.0)])
     spy = spy_factory(study)
     trial = study.ask()
@@ -285,7 +290,7 @@ def test_steps_between_rungs_do_not_touch_the_storage(
 
 
 def test_asha_records_its_rungs_and_no_trial_attr(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction)
+    study = _study(storage, _asha_2_10(), direction)
     _trial(study, direction, [(1, 1.0), (2, 1.0), (4, 1.0)])
     (frozen,) = study.get_trials()
     assert not any(key.startswith("lightning_hpo:") for key in frozen.system_attrs)
@@ -293,9 +298,9 @@ def test_asha_records_its_rungs_and_no_trial_attr(storage: StorageSpec, directio
 
 
 def test_records_are_shared_through_the_storage(storage: StorageSpec, direction: str) -> None:
-    first = _study(storage, ASHAPruner(2, 2, 10), direction, name="shared")
+    first = _study(storage, _asha_2_10(), direction, name="shared")
     second = optuna.load_study(
-        study_name="shared", storage=storage.make(), pruner=ASHAPruner(2, 2, 10)
+        study_name="shared", storage=storage.make(), pruner=_asha_2_10()
     )
     assert _trial(first, direction, [(2, 1.0)]) == [False]
     assert _trial(second, direction, [(2, 2.0)]) == [True]  # it sees the first one's record
@@ -322,7 +327,7 @@ def test_matches_optuna_successive_halving_on_sequential_trials(
             pruned_at.append(len(decisions) if decisions[-1] else None)
         return pruned_at
 
-    ours = run(ASHAPruner(1, 3, 10), "ours")
+    ours = run(ASHAPruner(1, max_resource=10, reduction_factor=3), "ours")
     assert ours == run(optuna.pruners.SuccessiveHalvingPruner(1, 3, 0), "optuna")
     assert 0 < sum(p is not None for p in ours) < len(ours)
 
@@ -339,15 +344,16 @@ def test_matches_optuna_successive_halving_many_seeds(seed: int, direction: str)
             runs.append(_trial(study, direction, reports))
         return runs
 
-    assert run(ASHAPruner(1, 2)) == run(optuna.pruners.SuccessiveHalvingPruner(1, 2, 0))
+    ours = run(ASHAPruner(1, reduction_factor=2))
+    assert ours == run(optuna.pruners.SuccessiveHalvingPruner(1, 2, 0))
 
 
 def test_deleting_a_study_deletes_its_records(storage: StorageSpec, direction: str) -> None:
-    study = _study(storage, ASHAPruner(2, 2, 10), direction, name="again")
+    study = _study(storage, _asha_2_10(), direction, name="again")
     _trial(study, direction, [(2, 1.0), (4, 1.0)])
     assert len(rung_records(study)) == 2
     optuna.delete_study(study_name="again", storage=storage.make())
-    reborn = _study(storage, ASHAPruner(2, 2, 10), direction, name="again")
+    reborn = _study(storage, _asha_2_10(), direction, name="again")
     assert rung_records(reborn) == []
     assert _trial(reborn, direction, [(2, 5.0)]) == [False]  # first at the rung, again
     assert [r.trial_number for r in rung_records(reborn)] == [0]
@@ -399,8 +405,8 @@ def test_hyperband_needs_max_resource() -> None:
 
 
 def test_repr_and_properties() -> None:
-    asha = ASHAPruner(2, 2, 10)
-    assert repr(asha) == "ASHAPruner(min_resource=2, reduction_factor=2, max_resource=10)"
+    asha = _asha_2_10()
+    assert repr(asha) == "ASHAPruner(min_resource=2, max_resource=10, reduction_factor=2)"
     assert asha.levels == [2, 4, 8, 10] and ASHAPruner().levels is None
     hyperband = HyperbandPruner(1, 27, 3)
     assert repr(hyperband) == "HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3)"
@@ -417,11 +423,11 @@ def test_repr_and_properties() -> None:
 # -- the pruner's settings, stored in the study ---------------------------------------------
 
 _SETTINGS = {
-    "asha": (lambda: ASHAPruner(1, 3, 27), {
+    "asha": (lambda: ASHAPruner(1, max_resource=27, reduction_factor=3), {
         "name": "asha", "min_resource": 1, "reduction_factor": 3, "max_resource": 27,
         "brackets": [[1, 3, 9, 27]], "budgets": [],
     }),
-    "asha-unbounded": (lambda: ASHAPruner(1, 3), {
+    "asha-unbounded": (lambda: ASHAPruner(1, reduction_factor=3), {
         "name": "asha", "min_resource": 1, "reduction_factor": 3, "max_resource": None,
         "brackets": None, "budgets": [],
     }),
@@ -472,7 +478,8 @@ def test_equal_settings_are_not_written_again(
 def test_other_settings_replace_the_stored_ones_with_a_warning(
     storage: StorageSpec, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _trial(_study(storage, ASHAPruner(1, 3, 27), name="changed"), "minimize", [(1, 1.0)])
+    asha = ASHAPruner(1, max_resource=27, reduction_factor=3)
+    _trial(_study(storage, asha, name="changed"), "minimize", [(1, 1.0)])
     other = optuna.load_study(study_name="changed", storage=storage.make(),
                               pruner=HyperbandPruner(1, 27, 3))
     with caplog.at_level(logging.WARNING, logger="lightning_hpo.pruners"):
@@ -677,7 +684,7 @@ def test_processes_reaching_a_rung_together_lose_no_record(
 
 
 def test_records_are_named_tuples(storage: StorageSpec) -> None:
-    study = _study(storage, ASHAPruner(1, 3, 9))
+    study = _study(storage, ASHAPruner(1, max_resource=9, reduction_factor=3))
     _trial(study, "minimize", [(1, 0.25)])
     assert rung_records(study) == [RungRecord(bracket=0, rung=1, trial_number=0, value=0.25)]
 
@@ -699,7 +706,7 @@ class _InPlaceStorage(optuna.storages.InMemoryStorage):
 
 def test_attr_store_works_on_a_storage_that_mutates_in_place(direction: str) -> None:
     storage = _InPlaceStorage()
-    study = optuna.create_study(storage=storage, pruner=ASHAPruner(2, 2, 10), direction=direction)
+    study = optuna.create_study(storage=storage, pruner=_asha_2_10(), direction=direction)
     losses = [5.0, 4.0, 6.0, 3.0, 7.0, 4.5, 4.5, 5.0]
     expected = [False, False, True, False, True, False, False, True]
     assert [_trial(study, direction, [(2, loss)])[0] for loss in losses] == expected
@@ -770,7 +777,7 @@ def test_a_storage_of_unknown_order_is_read_in_full(
 
     monkeypatch.setattr(rung_store, "appends_study_system_attrs", lambda storage: False)
     study = optuna.create_study(
-        storage=_NewestFirstStorage(), pruner=ASHAPruner(2, 2, 10), direction=direction
+        storage=_NewestFirstStorage(), pruner=_asha_2_10(), direction=direction
     )
     losses = [5.0, 4.0, 6.0, 3.0, 7.0, 4.5, 4.5, 5.0]
     expected = [False, False, True, False, True, False, False, True]
@@ -780,7 +787,7 @@ def test_a_storage_of_unknown_order_is_read_in_full(
 def test_a_new_handle_reads_many_records_at_once(storage: StorageSpec) -> None:
     from lightning_hpo._rung_store import open_rung_store
 
-    study = _study(storage, ASHAPruner(2, 2, 10), name="bulk")
+    study = _study(storage, _asha_2_10(), name="bulk")
     values = [float(v) for v in range(100)]
     random.Random(3).shuffle(values)
     writer = open_rung_store(study)

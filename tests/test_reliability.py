@@ -22,7 +22,7 @@ import pytest
 from _support import FINISHED, INITIAL, config_file, env, finish, launch, popen, study_of
 from optuna.trial import TrialState
 
-from lightning_hpo.config import load_config
+from lightning_hpo.launch.config import load_config
 from lightning_hpo.launch.worker import replay
 from lightning_hpo.schema import ATTR
 

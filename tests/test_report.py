@@ -100,7 +100,7 @@ CONFIG = {
     "trainer": {"max_epochs": 9},  # the launcher stores it resolved, as "metric" and "direction"
     "stop": {"n_trials": 10},
 }
-RUNGS = rung_levels(1, 3, 9)
+RUNGS = rung_levels(1, max_resource=9, reduction_factor=3)
 PNGS = ("incumbent.png", "learning_curves.png", "rungs.png", "timeline.png")
 BUDGET = "wall-clock budget reached (stop.max_wallclock_time=12 s); stopped after epoch 2"
 
@@ -142,7 +142,7 @@ def make_launcher_study(
         storage = open_storage(storage)
     study = optuna.create_study(study_name=name, storage=storage, direction="minimize")
     study.set_user_attr(CONFIG_ATTR, json.dumps(dict(CONFIG, study=name)))
-    pruner = pruner or ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
+    pruner = pruner or ASHAPruner(min_resource=1, max_resource=9, reduction_factor=3)
     free = [T0 + slot * 0.05 for slot in range(slots)]
     for spec in scenario:
         slot = min(range(slots), key=lambda s: free[s])
@@ -958,7 +958,7 @@ def test_report_loads_no_launcher_pruner_config_or_torch(journal: str, tmp_path:
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = set(out.stdout.split("\n")[-2].split())
     assert "lightning_hpo.report.tables" in loaded and "lightning_hpo._rung_store" in loaded
-    assert not {m for m in loaded if m.startswith(("lightning_hpo.config",
+    assert not {m for m in loaded if m.startswith(("lightning_hpo.launch.config",
                                                    "lightning_hpo.launch",
                                                    "lightning_hpo.pruners", "torch"))}, loaded
     assert (tmp_path / "rep" / "rungs.png").exists()
@@ -1310,7 +1310,7 @@ def test_rung_plot_shows_paused_promoted_and_stopped_trials(paused_study: optuna
 
 def test_rung_records_of_a_paused_trial_say_paused(tmp_path: Path) -> None:
     study = make_launcher_study(str(tmp_path / "p.journal"), running=False, waiting=0)
-    pruner = ASHAPruner(min_resource=1, reduction_factor=3, max_resource=9)
+    pruner = ASHAPruner(min_resource=1, max_resource=9, reduction_factor=3)
     trial = optuna.trial.create_trial(
         state=TrialState.RUNNING, params={"lr": 0.05, "activation": "relu"},
         distributions=DISTRIBUTIONS, intermediate_values={1: 0.5, 2: 0.4, 3: 0.01},

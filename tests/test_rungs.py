@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from fractions import Fraction
 
 import pytest
 
@@ -19,11 +20,27 @@ from lightning_hpo.rungs import (
     bracket_of,
     crossed_rungs,
     hyperband_brackets,
+    hyperband_rounds,
     next_rung_level,
+    round_epochs,
     rung_levels,
     successive_halving_plan,
     trial_allocation_budgets,
 )
+
+
+def _levels(args: tuple, **kwargs: object) -> list[int]:
+    """``rung_levels`` of a ``(min_resource, reduction_factor, max_resource)`` tuple."""
+    min_resource, eta, max_resource = args
+    return rung_levels(min_resource, max_resource=max_resource, reduction_factor=eta, **kwargs)
+
+
+def _plan(args: tuple, **kwargs: object) -> list[tuple[int, int]]:
+    """``successive_halving_plan`` of a ``(min_resource, reduction_factor, max_resource)`` tuple."""
+    min_resource, eta, max_resource = args
+    return successive_halving_plan(min_resource, max_resource=max_resource, reduction_factor=eta,
+                                   **kwargs)
+
 
 # (min_resource, reduction_factor, max_resource) -> rung levels
 _LADDERS = {
@@ -53,13 +70,13 @@ _LADDERS = {
     ("args", "expected"), list(_LADDERS.items()), ids=["-".join(map(str, a)) for a in _LADDERS]
 )
 def test_rung_levels(args: tuple[int, int, int], expected: list[int]) -> None:
-    assert rung_levels(*args) == expected
+    assert _levels(args) == expected
 
 
 @pytest.mark.parametrize("args", list(_LADDERS), ids=["-".join(map(str, a)) for a in _LADDERS])
 def test_rung_levels_properties(args: tuple[int, int, int]) -> None:
     min_resource, eta, max_resource = args
-    levels = rung_levels(*args)
+    levels = _levels(args)
     assert levels[0] == min_resource and levels[-1] == max_resource
     assert levels == sorted(set(levels))
     assert all(level == min_resource * eta**k for k, level in enumerate(levels[:-1]))
@@ -88,12 +105,30 @@ def test_rung_levels_properties(args: tuple[int, int, int]) -> None:
 def test_rung_levels_up_to(
     args: tuple[int, int, int | None], up_to: int, expected: list[int]
 ) -> None:
-    assert rung_levels(*args, up_to=up_to) == expected
+    assert _levels(args, up_to=up_to) == expected
 
 
 def test_unbounded_ladder_needs_up_to() -> None:
     with pytest.raises(ValueError, match=r"The value of `up_to` is None"):
-        rung_levels(1, 3)
+        rung_levels(1, reduction_factor=3)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: rung_levels(1, 3, 27),  # type: ignore[misc]
+        lambda: next_rung_level(0, 1, 3),  # type: ignore[misc]
+        lambda: successive_halving_plan(2, 2, 10),  # type: ignore[misc]
+    ],
+    ids=["rung_levels", "next_rung_level", "successive_halving_plan"],
+)
+def test_a_call_in_the_old_order_fails_instead_of_meaning_another_ladder(
+    call: Callable[[], object],
+) -> None:
+    # max_resource and reduction_factor are keyword-only where the order used to be
+    # (min_resource, reduction_factor, max_resource): such a call must not run.
+    with pytest.raises(TypeError, match="positional argument"):
+        call()
 
 
 @pytest.mark.parametrize(
@@ -118,7 +153,9 @@ def test_unbounded_ladder_needs_up_to() -> None:
 def test_next_rung_level(
     step: int, args: tuple[int, int, int | None], expected: int | None
 ) -> None:
-    assert next_rung_level(step, *args) == expected
+    min_resource, eta, max_resource = args
+    assert next_rung_level(step, min_resource, max_resource=max_resource,
+                           reduction_factor=eta) == expected
 
 
 @pytest.mark.parametrize(
@@ -135,9 +172,9 @@ def test_next_rung_level(
     ids=lambda v: str(v).replace(" ", ""),
 )
 def test_successive_halving_plan(args: tuple[int, int, int], expected: list) -> None:
-    plan = successive_halving_plan(*args)
+    plan = _plan(args)
     assert plan == expected
-    assert [level for level, _ in plan] == rung_levels(*args)
+    assert [level for level, _ in plan] == _levels(args)
     eta = args[1]
     assert all(n == max(1, prev // eta) for (_, prev), (_, n) in zip(plan, plan[1:], strict=False))
     assert plan[-1][1] == 1
@@ -168,7 +205,7 @@ def test_crossed_rungs(levels: list[int], previous: int, step: int, expected: li
 
 
 def test_crossed_rungs_over_consecutive_reports_cover_each_rung_once() -> None:
-    levels = rung_levels(2, 2, 100)
+    levels = rung_levels(2, max_resource=100, reduction_factor=2)
     for stride in range(1, 12):
         steps = list(range(stride, 101, stride))
         seen = [
@@ -177,6 +214,86 @@ def test_crossed_rungs_over_consecutive_reports_cover_each_rung_once() -> None:
             for level in crossed_rungs(levels, previous, step)
         ]
         assert seen == [level for level in levels if level <= steps[-1]]
+
+
+# -- synchronous rounds: (min_resource, max_resource, reduction_factor, prefact) ----------------
+
+
+def _round(
+    min_resource: int, max_resource: int, reduction_factor: int, prefact: int = 1, **kwargs: int
+) -> list[tuple[int, int]]:
+    return successive_halving_plan(min_resource, max_resource=max_resource,
+                                   reduction_factor=reduction_factor, prefact=prefact, **kwargs)
+
+
+_PLANS = {
+    (2, 10, 2, 1): [(2, 8), (4, 4), (8, 2), (10, 1)],
+    (1, 10, 3, 1): [(1, 27), (3, 9), (9, 3), (10, 1)],
+    (1, 1000, 10, 1): [(1, 1000), (10, 100), (100, 10), (1000, 1)],
+    (1, 999, 10, 1): [(1, 1000), (10, 100), (100, 10), (999, 1)],
+    (1, 27, 3, 2): [(1, 54), (3, 18), (9, 6), (27, 2)],
+    (1, 243, 3, 1): [(1, 243), (3, 81), (9, 27), (27, 9), (81, 3), (243, 1)],
+    (3, 3, 2, 1): [(3, 1)],
+    (3, 3, 2, 4): [(3, 4)],
+    (5, 6, 5, 1): [(5, 5), (6, 1)],
+    (2, 9, 5, 3): [(2, 15), (9, 3)],
+}
+
+
+@pytest.mark.parametrize(("args", "plan"), list(_PLANS.items()),
+                         ids=["-".join(map(str, a)) for a in _PLANS])
+def test_successive_halving_plan_of_a_round(
+    args: tuple[int, int, int, int], plan: list[tuple[int, int]]
+) -> None:
+    min_resource, max_resource, eta, prefact = args
+    assert _round(*args) == plan
+    levels = [level for level, _ in plan]
+    assert levels == rung_levels(min_resource, max_resource=max_resource, reduction_factor=eta)
+    assert plan[0][1] == prefact * eta ** (len(levels) - 1) and plan[-1][1] == prefact
+    assert all(plan[k + 1][1] == plan[k][1] // eta for k in range(len(plan) - 1))
+
+
+def test_integer_rungs_where_the_float_log_is_one_short() -> None:
+    assert int(math.log(1000) / math.log(10)) == 2  # the textbook's K, off by one
+    assert len(_round(1, 1000, 10)) == 4 and _round(1, 1000, 10)[0] == (1, 1000)
+
+
+@pytest.mark.parametrize(
+    ("args", "resume", "epochs"),
+    [((2, 10, 2), True, 34), ((2, 10, 2), False, 58),
+     ((1, 27, 3), True, 27 + 9 * 2 + 3 * 6 + 18), ((1, 27, 3), False, 4 * 27),
+     ((1, 10, 3), True, 27 + 9 * 2 + 3 * 6 + 1), ((1, 10, 3), False, 27 + 27 + 27 + 10),
+     ((3, 3, 2), True, 3), ((3, 3, 2), False, 3)],
+    ids=lambda x: str(x),
+)
+def test_round_epochs(args: tuple[int, int, int], resume: bool, epochs: int) -> None:
+    assert round_epochs(_round(*args), resume) == epochs
+
+
+@pytest.mark.parametrize(("configs", "expected"), [
+    (8, [8, 4, 2, 1]), (7, [7, 3, 1, 0]), (3, [3, 1, 0, 0]), (1, [1, 0, 0, 0]), (0, [0] * 4)])
+def test_cut_short_plan(configs: int, expected: list[int]) -> None:
+    assert [n for _, n in _round(2, 10, 2, configs=configs)] == expected
+
+
+@pytest.mark.parametrize("args", [(1, 27, 3, 1), (2, 10, 2, 1), (1, 1000, 10, 1), (1, 81, 3, 2),
+                                  (3, 3, 2, 1), (1, 16, 4, 3), (2, 9, 5, 1)],
+                         ids=lambda a: "-".join(map(str, a)))
+def test_hyperband_rounds(args: tuple[int, int, int, int]) -> None:
+    min_resource, max_resource, eta, prefact = args
+    base = rung_levels(min_resource, max_resource=max_resource, reduction_factor=eta)
+    s_max = len(base) - 1
+    expected = [(base[s_max - s:], prefact * math.ceil(Fraction(s_max + 1, s + 1) * eta**s))
+                for s in range(s_max, -1, -1)]
+    assert hyperband_rounds(*args) == expected
+
+
+def test_hyperband_rounds_literal() -> None:
+    assert hyperband_rounds(1, 27, 3) == [([1, 3, 9, 27], 27), ([3, 9, 27], 12), ([9, 27], 6),
+                                          ([27], 4)]
+    assert hyperband_rounds(2, 10, 2) == [([2, 4, 8, 10], 8), ([4, 8, 10], 6), ([8, 10], 4),
+                                          ([10], 4)]
+    assert hyperband_rounds(1, 1000, 10)[1] == ([10, 100, 1000], 134)  # ceil(4 / 3 * 100)
 
 
 # -- invalid arguments ---------------------------------------------------------------------
@@ -201,13 +318,13 @@ _BAD = [
 @pytest.mark.parametrize(("name", "args", "message"), _BAD, ids=[f"{b[0]}-{b[1]}" for b in _BAD])
 def test_rung_levels_rejects(name: str, args: tuple, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        rung_levels(*args)
+        _levels(args)
 
 
 @pytest.mark.parametrize(("name", "args", "message"), _BAD, ids=[f"{b[0]}-{b[1]}" for b in _BAD])
 def test_successive_halving_plan_rejects(name: str, args: tuple, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        successive_halving_plan(*args)
+        _plan(args)
 
 
 @pytest.mark.parametrize(("name", "args", "message"), _BAD, ids=[f"{b[0]}-{b[1]}" for b in _BAD])
@@ -220,11 +337,12 @@ def test_hyperband_brackets_rejects(name: str, args: tuple, message: str) -> Non
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: rung_levels(1, 3, up_to=-1), r"`up_to` is -1"),
-        (lambda: rung_levels(1, 3, up_to=2.0), r"`up_to` is 2.0"),
-        (lambda: successive_halving_plan(1, 3, None), r"`max_resource` is None"),
-        (lambda: next_rung_level(-1, 1, 3), r"`step` is -1"),
-        (lambda: next_rung_level(0, 0, 3), r"`min_resource` is 0"),
+        (lambda: rung_levels(1, reduction_factor=3, up_to=-1), r"`up_to` is -1"),
+        (lambda: rung_levels(1, reduction_factor=3, up_to=2.0), r"`up_to` is 2.0"),
+        (lambda: successive_halving_plan(1, max_resource=None, reduction_factor=3),
+         r"`max_resource` is None"),
+        (lambda: next_rung_level(-1, 1, reduction_factor=3), r"`step` is -1"),
+        (lambda: next_rung_level(0, 0, reduction_factor=3), r"`min_resource` is 0"),
         (lambda: bracket_min_resource(1, 3, -1), r"`bracket` is -1"),
         (lambda: bracket_of("s", 0, []), r"`budgets` is \[\]"),
         (lambda: bracket_of("s", 0, [0, 0]), r"`budgets` is \[0, 0\]"),

@@ -30,11 +30,11 @@ from _support import (
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._optuna import backend_of, trial_id_of
-from lightning_hpo.config import parse_config
+from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.scheduler import Assignment, Scheduler
 from lightning_hpo.launch.study import open_study
-from lightning_hpo.rungs import bracket_of
-from lightning_hpo.schedules import PromotionHyperband, hyperband_rounds, round_epochs, sync_plan
+from lightning_hpo.rungs import bracket_of, hyperband_rounds, round_epochs, successive_halving_plan
+from lightning_hpo.schedules import PromotionHyperband
 from lightning_hpo.schema import ATTR, BRACKET_ATTR
 from lightning_hpo.storage import open_storage
 
@@ -373,7 +373,7 @@ def _ends(trials: list[FrozenTrial]) -> Counter[tuple[str, int]]:
 
 
 def _plan_ends(plan: list[tuple[int, int]]) -> Counter[tuple[str, int]]:
-    """How a synchronous bracket's trials end by its ``sync_plan``: those not kept at a rung
+    """How a synchronous bracket's trials end by its round plan: those not kept at a rung
     are PRUNED there, those held at the top rung COMPLETE."""
     held = [configs for _, configs in plan]
     ends = Counter({("PRUNED", level): configs - held[k + 1]
@@ -407,7 +407,8 @@ def test_one_cycle_of_sync_hyperband_ends_each_bracket_as_its_plan_says(tmp_path
     epochs = 0
     for index, (ladder, configs) in enumerate(cycle):
         members = rounds[index]
-        plan = sync_plan(ladder[0], ladder[-1], 2, configs=configs)
+        plan = successive_halving_plan(ladder[0], max_resource=ladder[-1], reduction_factor=2,
+                                       configs=configs)
         assert [level for level, _ in plan] == ladder
         assert len(members) == configs
         assert _ends(members) == _plan_ends(plan), (index, _ends(members))
@@ -567,7 +568,8 @@ def test_a_frozen_launchers_trial_is_resumed_by_another_once_its_heartbeat_stops
         first.communicate(timeout=60)
     trials = study_of(storage).get_trials(deepcopy=False)
     assert len(trials) == 2
-    expected = _plan_ends(sync_plan(2, 4, 2))  # rungs 2, 4 hold 2, 1
+    # rungs 2, 4 hold 2, 1
+    expected = _plan_ends(successive_halving_plan(2, max_resource=4, reduction_factor=2))
     assert _ends(trials) == expected == {("PRUNED", 2): 1, ("COMPLETE", 4): 1}, _ends(trials)
     for trial in trials:  # none left RUNNING (paused or not), none FAIL
         _curve_is_whole(trial)
@@ -584,7 +586,7 @@ def test_sync_sh_under_ddp_resumes_paused_trials_on_both_ranks(tmp_path: Path) -
     hold 4, 2, 1; 3 segments resume from a checkpoint (2 to epoch 2, 1 to epoch 4), and the
     round trains 4*1 + 2*1 + 1*2 = 8 epochs: rank 1 continued from the checkpoint as rank 0
     did, or the ranks would disagree on the epochs and the round would not end."""
-    plan = sync_plan(1, 4, 2)
+    plan = successive_halving_plan(1, max_resource=4, reduction_factor=2)
     config = config_file(
         tmp_path, pruner={"name": "sync_sh", **TINY},
         devices={"accelerator": "cpu", "count": 2, "per_trial": 2},

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import pytest
 
@@ -32,13 +31,19 @@ from lightning_hpo.schedules import (
     SyncHyperband,
     SyncSuccessiveHalving,
     TrialView,
-    hyperband_rounds,
     promotable,
-    round_epochs,
-    sync_plan,
 )
 
 NAN, INF = float("nan"), float("inf")
+
+
+def _plan(
+    min_resource: int, max_resource: int, reduction_factor: int, prefact: int = 1, **kwargs: int
+) -> list[tuple[int, int]]:
+    """One synchronous round's plan, in the schedules' argument order."""
+    return rungs.successive_halving_plan(min_resource, max_resource=max_resource,
+                                         reduction_factor=reduction_factor, prefact=prefact,
+                                         **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,75 +245,14 @@ def _top(rung: dict[int, float], count: int, minimize: bool) -> list[int]:
 # Plans
 
 
-_PLANS = {
-    (2, 10, 2, 1): [(2, 8), (4, 4), (8, 2), (10, 1)],
-    (1, 10, 3, 1): [(1, 27), (3, 9), (9, 3), (10, 1)],
-    (1, 1000, 10, 1): [(1, 1000), (10, 100), (100, 10), (1000, 1)],
-    (1, 999, 10, 1): [(1, 1000), (10, 100), (100, 10), (999, 1)],
-    (1, 27, 3, 2): [(1, 54), (3, 18), (9, 6), (27, 2)],
-    (1, 243, 3, 1): [(1, 243), (3, 81), (9, 27), (27, 9), (81, 3), (243, 1)],
-    (3, 3, 2, 1): [(3, 1)],
-    (3, 3, 2, 4): [(3, 4)],
-    (5, 6, 5, 1): [(5, 5), (6, 1)],
-    (2, 9, 5, 3): [(2, 15), (9, 3)],
-}
-
-
-@pytest.mark.parametrize(("args", "plan"), list(_PLANS.items()),
-                         ids=["-".join(map(str, a)) for a in _PLANS])
-def test_sync_plan(args: tuple[int, int, int, int], plan: list[tuple[int, int]]) -> None:
-    min_resource, max_resource, eta, prefact = args
-    assert sync_plan(*args) == plan
-    levels = [level for level, _ in plan]
-    assert levels == rungs.rung_levels(min_resource, eta, max_resource)
-    assert plan[0][1] == prefact * eta ** (len(levels) - 1) and plan[-1][1] == prefact
-    assert all(plan[k + 1][1] == plan[k][1] // eta for k in range(len(plan) - 1))
-
-
-def test_integer_rungs_where_the_float_log_is_one_short() -> None:
-    assert int(math.log(1000) / math.log(10)) == 2  # the textbook's K, off by one
-    assert len(sync_plan(1, 1000, 10)) == 4 and sync_plan(1, 1000, 10)[0] == (1, 1000)
-
-
-@pytest.mark.parametrize(
-    ("args", "resume", "epochs"),
-    [((2, 10, 2), True, 34), ((2, 10, 2), False, 58),
-     ((1, 27, 3), True, 27 + 9 * 2 + 3 * 6 + 18), ((1, 27, 3), False, 4 * 27),
-     ((1, 10, 3), True, 27 + 9 * 2 + 3 * 6 + 1), ((1, 10, 3), False, 27 + 27 + 27 + 10),
-     ((3, 3, 2), True, 3), ((3, 3, 2), False, 3)],
-    ids=lambda x: str(x),
-)
-def test_round_epochs(args: tuple[int, int, int], resume: bool, epochs: int) -> None:
-    assert round_epochs(sync_plan(*args), resume) == epochs
-
-
-@pytest.mark.parametrize(("configs", "expected"), [
-    (8, [8, 4, 2, 1]), (7, [7, 3, 1, 0]), (3, [3, 1, 0, 0]), (1, [1, 0, 0, 0]), (0, [0] * 4)])
-def test_cut_short_plan(configs: int, expected: list[int]) -> None:
-    assert [n for _, n in sync_plan(2, 10, 2, configs=configs)] == expected
-
-
 @pytest.mark.parametrize("args", [(1, 27, 3, 1), (2, 10, 2, 1), (1, 1000, 10, 1), (1, 81, 3, 2),
                                   (3, 3, 2, 1), (1, 16, 4, 3), (2, 9, 5, 1)],
                          ids=lambda a: "-".join(map(str, a)))
-def test_hyperband_rounds(args: tuple[int, int, int, int]) -> None:
-    min_resource, max_resource, eta, prefact = args
-    base = rungs.rung_levels(min_resource, eta, max_resource)
-    s_max = len(base) - 1
-    expected = [(base[s_max - s:], prefact * math.ceil(Fraction(s_max + 1, s + 1) * eta**s))
-                for s in range(s_max, -1, -1)]
-    assert hyperband_rounds(*args) == expected
+def test_sync_hyperband_cycles_through_the_rounds(args: tuple[int, int, int, int]) -> None:
+    expected = rungs.hyperband_rounds(*args)
     schedule = SyncHyperband(*args)
     assert schedule.ladders() == [ladder for ladder, _ in expected]
     assert [schedule.round_plan(j) for j in range(2 * len(expected))] == expected * 2
-
-
-def test_hyperband_rounds_literal() -> None:
-    assert hyperband_rounds(1, 27, 3) == [([1, 3, 9, 27], 27), ([3, 9, 27], 12), ([9, 27], 6),
-                                          ([27], 4)]
-    assert hyperband_rounds(2, 10, 2) == [([2, 4, 8, 10], 8), ([4, 8, 10], 6), ([8, 10], 4),
-                                          ([10], 4)]
-    assert hyperband_rounds(1, 1000, 10)[1] == ([10, 100, 1000], 134)  # ceil(4 / 3 * 100)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,8 +275,8 @@ _SYNC = (SyncSuccessiveHalving, SyncHyperband)
     (lambda: StopSchedule(0), "max_epochs"),
     (lambda: PromotionASHA(1, 9, 3, max_paused=0), "max_paused"),
     (lambda: PromotionHyperband(1, 9, 3, max_paused=True), "max_paused"),  # type: ignore[arg-type]
-    (lambda: sync_plan(1, 9, 3, configs=-1), "configs"),
-    (lambda: hyperband_rounds(1, 9, 3, prefact=0), "prefact"),
+    (lambda: _plan(1, 9, 3, configs=-1), "configs"),
+    (lambda: rungs.hyperband_rounds(1, 9, 3, prefact=0), "prefact"),
     (lambda: promotable({}, (), 1, True), "reduction_factor"),
     (lambda: TrialView(0, "paused", -1), "epoch"),
     (lambda: TrialView(0, "stopped"), "state"),  # type: ignore[arg-type]
@@ -446,13 +390,13 @@ def test_sync_cut_short_last_round(args: tuple[int, ...], tickets: int) -> None:
     for group in range(tickets // n0 + 1):
         held = min(n0, tickets - group * n0)
         members = sim.in_group(group)
-        expected = [n for _, n in sync_plan(*args, configs=held)]
+        expected = [n for _, n in _plan(*args, configs=held)]
         assert [len(sim.at_rung(members, level)) for level in ladder] == expected
         _assert_round(sim, group, ladder, held, args[2], True)
     assert {t.state for t in sim.trials.values()} <= {"complete", "pruned"}
     # round epochs: only the ones that were promoted trained past the first rung
     last = sim.in_group(tickets // n0)
-    expected_epochs = round_epochs(sync_plan(*args, configs=len(last)), resume=True)
+    expected_epochs = rungs.round_epochs(_plan(*args, configs=len(last)), resume=True)
     assert sum(t.trained for t in last) == expected_epochs
 
 
@@ -528,14 +472,14 @@ def test_sync_a_promoted_trial_still_running_is_waited_for() -> None:
 @pytest.mark.parametrize("args", [(2, 10, 2), (1, 27, 3), (1, 9, 3, 2)], ids=str)
 def test_sync_hyperband_brackets_in_order(args: tuple[int, ...]) -> None:
     schedule = SyncHyperband(*args)
-    rounds = hyperband_rounds(*args)
+    rounds = rungs.hyperband_rounds(*args)
     tickets = sum(n for _, n in rounds) + rounds[0][1]  # a full cycle, then bracket 0 again
     sim = _Sim(schedule, _values(len(rounds)), workers=4, tickets=tickets,
                duration=_duration(3), check=_check_sync).run()
     for group, (ladder, n0) in enumerate(rounds + rounds[:1]):
         members = sim.in_group(group)
         assert [len(sim.at_rung(members, level)) for level in ladder] == [
-            n for _, n in sync_plan(ladder[0], ladder[-1], args[2], configs=n0)]
+            n for _, n in _plan(ladder[0], ladder[-1], args[2], configs=n0)]
         assert all(t.segments[0][1] == ladder[0] for t in members)  # started at its first rung
         _assert_round(sim, group, ladder, n0, args[2], True)
     assert sim.tickets == 0 and sim.decisions[-1].job.kind == "done"
@@ -604,7 +548,7 @@ def _random_asha_state(rng: random.Random, ladder: list[int], n: int) -> list[Tr
 def test_promotion_decide_is_the_papers_get_job(seed: int) -> None:
     rng = random.Random(seed)
     eta = rng.choice([2, 3])
-    ladder = rungs.rung_levels(1, eta, rng.choice([9, 10, 27]))
+    ladder = rungs.rung_levels(1, max_resource=rng.choice([9, 10, 27]), reduction_factor=eta)
     minimize, tickets = rng.random() < 0.5, rng.choice([None, 0, 3])
     trials = _random_asha_state(rng, ladder, rng.randrange(1, 40))
     decision = PromotionASHA(1, ladder[-1], eta, minimize).decide(
@@ -632,7 +576,7 @@ def test_promotion_one_slot_replays_the_paper(args: tuple[int, int, int, int],
                                               minimize: bool) -> None:
     """On one slot, promotion ASHA runs exactly Algorithm 2's job sequence."""
     min_resource, max_resource, eta, n_configs = args
-    ladder = rungs.rung_levels(min_resource, eta, max_resource)
+    ladder = rungs.rung_levels(min_resource, max_resource=max_resource, reduction_factor=eta)
     value = _values(n_configs)
     rung_values: list[dict[int, float]] = [{} for _ in ladder]
     promoted: list[set[int]] = [set() for _ in ladder]
@@ -842,7 +786,8 @@ def test_promotion_hyperband_brackets_are_the_pruners(args: tuple[int, int, int]
     budgets = rungs.trial_allocation_budgets(*args)
     assert schedule.budgets == budgets
     assert schedule.ladders() == [
-        rungs.rung_levels(rungs.bracket_min_resource(min_resource, eta, b), eta, max_resource)
+        rungs.rung_levels(rungs.bracket_min_resource(min_resource, eta, b),
+                          max_resource=max_resource, reduction_factor=eta)
         for b in range(rungs.hyperband_brackets(*args))]
     for number in range(50):
         job = schedule.decide([], tickets=None, next_number=number).job

@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from rich.cells import cell_len
 from rich.console import Console
 
-from lightning_hpo.config import load_config
+from lightning_hpo.launch.config import load_config
 from lightning_hpo.launch.devices import plan_slots
 from lightning_hpo.launch.status import Display, summary
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow

@@ -8,7 +8,7 @@ Examples::
     python -m lightning_hpo.launch --list-configs                   # the shipped configs
 
 CONFIG is a YAML file or the name of a config shipped with the package
-(:func:`~lightning_hpo.config.resolve_config`), so the commands work from any folder.
+(:func:`~lightning_hpo.launch.config.resolve_config`), so the commands work from any folder.
 
 Running the same command again resumes the study. Bad input prints one line naming the field
 and exits with code 2, before anything is written to the storage: the config, the devices, the
@@ -27,8 +27,8 @@ from typing import Literal
 
 from rich.console import Console
 
-from lightning_hpo.config import load_config, resolve_config, shipped_configs
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
+from lightning_hpo.launch.config import load_config, resolve_config, shipped_configs
 from lightning_hpo.launch.runner import launch
 from lightning_hpo.storage import mask, mask_text, storage_outage
 

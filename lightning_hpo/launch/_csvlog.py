@@ -30,7 +30,7 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from typing_extensions import override
 
-from lightning_hpo._registry import _check_int
+from lightning_hpo.errors import field_int
 
 __all__ = ["SegmentCSVLogger"]
 
@@ -85,7 +85,7 @@ class SegmentCSVLogger(CSVLogger):
     def __init__(self, save_dir: str | os.PathLike[str], resume_epoch: int | None) -> None:
         super().__init__(save_dir=os.fspath(save_dir), name="", version="")
         self.resume_epoch = (
-            None if resume_epoch is None else _check_int("resume_epoch", resume_epoch, minimum=0)
+            None if resume_epoch is None else field_int("resume_epoch", resume_epoch, minimum=0)
         )
 
     @property

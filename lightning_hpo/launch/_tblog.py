@@ -39,7 +39,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from lightning.pytorch.utilities.rank_zero import rank_zero_only
 from typing_extensions import override
 
-from lightning_hpo._registry import _check_int
+from lightning_hpo.errors import field_int
 
 if TYPE_CHECKING:
     from tensorboard.compat.proto.event_pb2 import Event
@@ -107,7 +107,7 @@ class TrialTensorBoardLogger(TensorBoardLogger):
         self.params = dict(params)
         self.metric = metric
         self.resume_epoch = (
-            None if resume_epoch is None else _check_int("resume_epoch", resume_epoch, minimum=0)
+            None if resume_epoch is None else field_int("resume_epoch", resume_epoch, minimum=0)
         )
 
     @property

@@ -10,8 +10,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from lightning_hpo.config import Config
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import Config
 from lightning_hpo.storage import StorageSpec
 
 __all__ = ["PROBE_BYTES", "prepare_folders", "remove_folders"]

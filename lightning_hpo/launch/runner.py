@@ -30,7 +30,8 @@ import optuna
 from optuna.trial import TrialState
 from rich.console import Console
 
-from lightning_hpo.config import (
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import (
     Config,
     apply_overrides,
     check_against_registry,
@@ -38,7 +39,6 @@ from lightning_hpo.config import (
     parse_config,
     resolve_config,
 )
-from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.folders import prepare_folders, remove_folders
 from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import StorageSpec, mask

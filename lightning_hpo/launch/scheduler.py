@@ -53,7 +53,7 @@ from lightning_hpo._optuna import (
     storage_of,
     trial_id_of,
 )
-from lightning_hpo.config import Config
+from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.study import claim_trial, end_trial, study_lock
 from lightning_hpo.schema import ATTR, BRACKET_ATTR
 

@@ -26,7 +26,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from lightning_hpo.config import Config
+from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.scheduler import is_paused
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
 from lightning_hpo.schema import ATTR

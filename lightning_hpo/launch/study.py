@@ -31,7 +31,6 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
 from lightning_hpo._optuna import (
     OptunaContractError,
     claim_waiting_trial,
@@ -40,11 +39,12 @@ from lightning_hpo._optuna import (
     trial_id_of,
     unwrap_storage,
 )
-from lightning_hpo._proxy_client import proxy_client
-from lightning_hpo.config import Config, sampler_class, sampler_kwargs
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import Config, sampler_class, sampler_kwargs
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import StorageSpec, mask
+from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
+from lightning_hpo.storage._proxy_client import proxy_client
 
 __all__ = [
     "build_pruner",
@@ -72,11 +72,11 @@ def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSa
 
     Raises:
         ConfigError: ``sampler.*`` for a class path that cannot be built
-            (:func:`~lightning_hpo.config.sampler_kwargs`).
+            (:func:`~lightning_hpo.launch.config.sampler_kwargs`).
 
     Example::
 
-        >>> from lightning_hpo.config import parse_config
+        >>> from lightning_hpo.launch.config import parse_config
         >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"}, "seed": 1,
         ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}}, "pruner": "none",
         ...                     "trainer": {"max_epochs": 3}, "stop": {"n_trials": 4},
@@ -98,7 +98,8 @@ def build_pruner(cfg: Config) -> optuna.pruners.BasePruner:
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 
     if p.name == "asha":
-        return ASHAPruner(p.min_resource, p.reduction_factor, p.max_resource)
+        return ASHAPruner(p.min_resource, max_resource=p.max_resource,
+                          reduction_factor=p.reduction_factor)
     return HyperbandPruner(p.min_resource, p.max_resource or cfg.max_epochs, p.reduction_factor)
 
 
@@ -139,7 +140,7 @@ def stored_config(cfg: Config) -> dict[str, Any]:
 
     Example::
 
-        >>> from lightning_hpo.config import parse_config
+        >>> from lightning_hpo.launch.config import parse_config
         >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"},
         ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
         ...                     "pruner": {"name": "asha", "max_resource": 9},

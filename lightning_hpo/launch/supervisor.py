@@ -42,7 +42,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo.config import Config
+from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process, visible_gpus
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,

@@ -53,17 +53,17 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
-from lightning_hpo._ddp_channel import LeaderChannel
-from lightning_hpo._ddp_study import FollowerStudy, LeaderTrial, share_segment
 from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
 from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, ResumeCheckpoint
-from lightning_hpo.config import Config, parse_config
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
+from lightning_hpo.distributed._channel import LeaderChannel
+from lightning_hpo.distributed._follower import FollowerStudy, LeaderTrial, share_segment
 from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
 from lightning_hpo.launch._tblog import TrialTensorBoardLogger
+from lightning_hpo.launch.config import Config, parse_config
 from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
@@ -81,10 +81,10 @@ from lightning_hpo.launch.scheduler import (
     close_segment,
     open_segment,
 )
+from lightning_hpo.launch.space import suggest
 from lightning_hpo.launch.study import end_trial, open_study
 from lightning_hpo.models import build_model
 from lightning_hpo.schema import ATTR
-from lightning_hpo.space import suggest
 from lightning_hpo.storage import open_storage
 from lightning_hpo.tensor_data import TensorDataModule
 

@@ -208,7 +208,8 @@ def _ladders(
         if max_epochs is None or not (isinstance(minimum, int) and isinstance(factor, int)):
             return name, (), ()
         try:
-            return name, (tuple(rung_levels(minimum, factor, up_to=max_epochs)),), ()
+            levels = rung_levels(minimum, reduction_factor=factor, up_to=max_epochs)
+            return name, (tuple(levels),), ()
         except ValueError as error:
             _logger.warning("study %s: cannot compute rungs: %s", study_name, error)
             return name, (), ()

@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from lightning_hpo.errors import ConfigError
-from lightning_hpo.space import Space, check_in_space, parse_space
+from lightning_hpo.errors import ConfigError, field_choice, field_int
+from lightning_hpo.launch.space import Space, check_in_space, parse_space
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -118,7 +118,7 @@ def _shipped_config_dir() -> Path:
     packaged = importlib.resources.files("lightning_hpo") / "configs"
     if isinstance(packaged, Path) and packaged.is_dir():
         return packaged
-    return Path(__file__).resolve().parents[1] / "configs"
+    return Path(__file__).resolve().parents[2] / "configs"
 
 
 #: The folder of the shipped configs (see :func:`_shipped_config_dir`).
@@ -442,20 +442,6 @@ def _section(raw: Mapping[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def _int(value: Any, field_name: str, minimum: int, optional: bool = False) -> int | None:
-    if value is None and optional:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(field_name, f"is {value!r}, but must be an integer >= {minimum}")
-    return value
-
-
-def _choice(value: Any, field_name: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise ConfigError(field_name, f"is {value!r}; allowed: {', '.join(allowed)}")
-    return str(value)
-
-
 def _named(
     raw: Any, field_name: str, default_name: str | None = None
 ) -> tuple[str, dict[str, Any]]:
@@ -475,19 +461,21 @@ def _named(
 
 def _pruner(raw: Any) -> PrunerSpec:
     name, args = _named(raw, "pruner", "asha")
-    _choice(name, "pruner.name", PRUNERS)
+    field_choice("pruner.name", name, PRUNERS)
     keys = ["min_resource", "max_resource", "reduction_factor"]
     keys += {"asha": ["mode"], "hyperband": ["mode"], "sync_sh": ["prefact", "resume"],
              "sync_hyperband": ["prefact", "resume"]}.get(name, [])
     _check_keys(args, keys, "pruner")
-    mode = _choice(args.get("mode", "stop"), "pruner.mode", MODES)
-    prefact = _int(args.get("prefact", 1), "pruner.prefact", 1)
+    mode = field_choice("pruner.mode", args.get("mode", "stop"), MODES)
+    prefact = field_int("pruner.prefact", args.get("prefact", 1), minimum=1)
     resume = args.get("resume", True)
     if not isinstance(resume, bool):
         raise ConfigError("pruner.resume", f"is {resume!r}, but must be true or false")
-    min_resource = _int(args.get("min_resource", 1), "pruner.min_resource", 1)
-    reduction_factor = _int(args.get("reduction_factor", 3), "pruner.reduction_factor", 2)
-    max_resource = _int(args.get("max_resource"), "pruner.max_resource", 1, optional=True)
+    min_resource = field_int("pruner.min_resource", args.get("min_resource", 1), minimum=1)
+    reduction_factor = field_int("pruner.reduction_factor", args.get("reduction_factor", 3),
+                                 minimum=2)
+    max_resource = field_int("pruner.max_resource", args.get("max_resource"), minimum=1,
+                             optional=True)
     assert min_resource is not None and reduction_factor is not None  # _int checked them
     if max_resource is not None and max_resource < min_resource:
         raise ConfigError(
@@ -506,8 +494,8 @@ def _checkpoint(raw: Any) -> CheckpointSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
     _check_keys(raw, ("every", "max_paused"), "checkpoint")
-    every = _choice(raw.get("every", "auto"), "checkpoint.every", CHECKPOINT_POLICIES)
-    max_paused = _int(raw.get("max_paused"), "checkpoint.max_paused", 1, optional=True)
+    every = field_choice("checkpoint.every", raw.get("every", "auto"), CHECKPOINT_POLICIES)
+    max_paused = field_int("checkpoint.max_paused", raw.get("max_paused"), minimum=1, optional=True)
     return CheckpointSpec(every, max_paused)  # type: ignore[arg-type]
 
 
@@ -529,8 +517,8 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
             "is for PostgreSQL or MySQL storages (several machines); on one machine a dead "
             "worker is seen at once",
         )
-    interval = _int(raw.get("interval", 60), "heartbeat.interval", 1)
-    grace = _int(raw.get("grace_period", 3 * (interval or 60)), "heartbeat.grace_period", 1)
+    interval = field_int("heartbeat.interval", raw.get("interval", 60), minimum=1)
+    grace = field_int("heartbeat.grace_period", raw.get("grace_period", 3 * interval), minimum=1)
     assert interval is not None and grace is not None
     if grace <= interval:
         raise ConfigError(
@@ -543,10 +531,10 @@ def _devices(raw: Any) -> DevicesSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("devices", f"must be a mapping, got {raw!r}")
     _check_keys(raw, ("per_trial", "trials_per_device", "accelerator", "count"), "devices")
-    per_trial = _int(raw.get("per_trial", 1), "devices.per_trial", 1)
-    sharing = _int(raw.get("trials_per_device", 1), "devices.trials_per_device", 1)
-    accelerator = _choice(raw.get("accelerator", "auto"), "devices.accelerator", ACCELERATORS)
-    count = _int(raw.get("count"), "devices.count", 1, optional=True)
+    per_trial = field_int("devices.per_trial", raw.get("per_trial", 1), minimum=1)
+    sharing = field_int("devices.trials_per_device", raw.get("trials_per_device", 1), minimum=1)
+    accelerator = field_choice("devices.accelerator", raw.get("accelerator", "auto"), ACCELERATORS)
+    count = field_int("devices.count", raw.get("count"), minimum=1, optional=True)
     if per_trial is not None and sharing is not None and per_trial > 1 and sharing > 1:
         raise ConfigError(
             "devices.trials_per_device",
@@ -561,9 +549,10 @@ def _stop(raw: Any) -> StopSpec:
     _check_keys(
         raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace", "max_retries"), "stop"
     )
-    n_trials = _int(raw.get("n_trials"), "stop.n_trials", 1, optional=True)
-    retries = _int(raw.get("max_retries", 2), "stop.max_retries", 0)
-    failed = _int(raw.get("max_failed_trials"), "stop.max_failed_trials", 1, optional=True)
+    n_trials = field_int("stop.n_trials", raw.get("n_trials"), minimum=1, optional=True)
+    retries = field_int("stop.max_retries", raw.get("max_retries", 2), minimum=0)
+    failed = field_int("stop.max_failed_trials", raw.get("max_failed_trials"), minimum=1,
+                       optional=True)
     seconds = raw.get("max_wallclock_time")
     if seconds is not None and (
         isinstance(seconds, bool)
@@ -613,7 +602,7 @@ def _trainer_logger(value: Any) -> str:
     package is installed, else ``csv``."""
     if value is None:
         return "tensorboard" if _tensorboard_available() else "csv"
-    name = _choice(value, "trainer.logger", LOGGERS)
+    name = field_choice("trainer.logger", value, LOGGERS)
     if name == "tensorboard" and not _tensorboard_available():
         raise ConfigError(
             "trainer.logger",
@@ -656,7 +645,7 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
             hint = (f"; a sampler class goes in sampler.class: {{class: {name!r}}}"
                     if ":" in name else f", or sampler.class: {wanted}")
             raise ConfigError("sampler.name", f"is {name!r}; allowed: {', '.join(SAMPLERS)}{hint}")
-    seed = _int(args.pop("seed", seed), "sampler.seed", 0, optional=True)
+    seed = field_int("sampler.seed", args.pop("seed", seed), minimum=0, optional=True)
     if name in SAMPLERS:
         _check_keys(args, ("name", "seed"), "sampler")
         return name, {}, seed
@@ -781,7 +770,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     metric = _section(raw, "metric", "validation_error")
     if not isinstance(metric, str) or not metric:
         raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric")
-    direction = _choice(_section(raw, "direction", "minimize"), "direction", DIRECTIONS)
+    direction = field_choice("direction", _section(raw, "direction", "minimize"), DIRECTIONS)
     space = parse_space(_section(raw, "space", {}))
     if not any(not isinstance(v, (str, int, float, bool, type(None))) for v in space.values()):
         raise ConfigError("space", "must search at least one hyperparameter")

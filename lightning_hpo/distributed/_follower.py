@@ -5,12 +5,12 @@
 
 * on rank 0 the objective gets a :class:`LeaderTrial`: the real Optuna trial, whose
   ``suggest_*`` also hand each value to the other ranks through a
-  :class:`~lightning_hpo._ddp_channel.LeaderChannel`;
+  :class:`~lightning_hpo.distributed._channel.LeaderChannel`;
 * on the other ranks, :class:`FollowerStudy.optimize` runs the objective once per trial of
   rank 0 with a :class:`FollowerTrial` whose ``suggest_*`` return rank 0's values; it never
   touches the storage.
 
-How the values travel is :mod:`lightning_hpo._ddp_channel`'s business.
+How the values travel is :mod:`lightning_hpo.distributed._channel`'s business.
 
 Example::
 
@@ -28,7 +28,7 @@ from typing import Any
 import optuna
 from optuna.storages import BaseStorage
 
-from lightning_hpo._ddp_channel import FollowerChannel, LeaderChannel, decode_error
+from lightning_hpo.distributed._channel import FollowerChannel, LeaderChannel, decode_error
 from lightning_hpo.storage import StorageSpec
 
 __all__ = ["FollowerStudy", "FollowerTrial", "LeaderTrial", "Objective", "share_segment"]

@@ -1,23 +1,5 @@
-"""Storage specs: one string names any Optuna storage, and its password never gets printed.
-
-A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:///runs/a.db``,
-``postgresql://user:secret@host/db``), or ``grpc://host:port``, Optuna's gRPC storage proxy in
-front of one (``python -m lightning_hpo.proxy``: many workers, one set of database connections);
-any other string is the path of a journal file, Optuna's fastest storage for one machine
-(``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
-
-:class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
-lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
-launcher's ``--check`` and its checks before a study is created) and :meth:`StorageSpec.open`
-opens it for use (:func:`check_storage` and :func:`open_storage` are the same for a string).
-
-Example::
-
-    >>> mask("postgresql://hpo:secret@db.example.com:5432/studies")
-    'postgresql://hpo:***@db.example.com:5432/studies'
-    >>> StorageSpec("runs/quickstart.journal").kind
-    'journal'
-"""
+"""What a storage spec is: :class:`StorageSpec`, its checks and its opening, and the password
+mask (the package docstring, :mod:`lightning_hpo.storage`, explains specs)."""
 
 from __future__ import annotations
 
@@ -36,6 +18,7 @@ from optuna.storages import BaseStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage._proxy_client import ProxyClient
 
 __all__ = [
     "StorageSpec", "check_storage", "mask", "mask_text", "open_storage", "storage_outage",
@@ -406,8 +389,6 @@ def _open_proxy(spec: StorageSpec) -> BaseStorage:
 
 def _check_proxy(spec: StorageSpec) -> str:
     """Reach the proxy and lightning_hpo's service on it; what is behind it, in words."""
-    from lightning_hpo._proxy_client import ProxyClient
-
     storage = _open_proxy(spec)
     try:
         backend = ProxyClient(storage).hello().get("backend", "?")

@@ -1,0 +1,250 @@
+"""What every schedule shares: the trials it sees, the job it answers, and small pure helpers.
+
+A schedule (:class:`Schedule`) looks at every trial of the study (:class:`TrialView`) and answers
+one :class:`Decision`: the free slot's :class:`Job` and the paused trials to end PRUNED. The
+helpers below (interrupted trials first, rankings with NaN last and ties to the lower number,
+argument checks) are the package's own; the families are in ``_stop``, ``_synchronous`` and
+``_promotion``.
+
+Example::
+
+    >>> TrialView(3, "paused", epoch=4, values={4: 0.3}).at_rung
+    True
+    >>> ranked({0: 0.5, 1: float("nan"), 2: 0.2}, minimize=True)
+    [2, 0, 1]
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from lightning_hpo import rungs
+from lightning_hpo.errors import argument_int
+
+__all__ = [
+    "FINISHED",
+    "Decision",
+    "Job",
+    "JobKind",
+    "Schedule",
+    "State",
+    "TrialView",
+    "check_call",
+    "decision_of",
+    "first_interrupted",
+    "has_tickets",
+    "ladder_of",
+    "rank_key",
+    "ranked",
+]
+
+#: A trial's state as a schedule sees it: Optuna's, plus ``"paused"`` (RUNNING in Optuna with
+#: :data:`ATTR.PAUSED <lightning_hpo.schema.ATTR>` set).
+State = Literal["waiting", "running", "paused", "complete", "pruned", "fail"]
+_STATES: tuple[str, ...] = get_args(State)
+FINISHED = frozenset({"complete", "pruned", "fail"})
+JobKind = Literal["start", "resume", "wait", "done"]
+_JOB_KINDS: tuple[str, ...] = get_args(JobKind)
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """One trial as a schedule sees it.
+
+    Attributes:
+        number: the Optuna trial number (``>= 0``).
+        state: see :data:`State`.
+        epoch: epochs done: for a paused trial, the epochs in its checkpoint; for a running one,
+            its last report (0 before the first).
+        values: intermediate values by epoch (steps from 1); may hold epochs that are no rung.
+        group: synchronous schedules: the trial's round; promotion Hyperband: its bracket;
+            otherwise ``None``.
+        target: a running trial: the epoch its segment trains to; a paused one: the epoch it
+            must still reach after an interruption, or ``None`` when it paused at a rung and
+            waits for the schedule to promote or prune it.
+
+    Example::
+
+        >>> trial = TrialView(3, "paused", epoch=4, values={1: 0.9, 2: 0.5, 4: 0.3}, group=0)
+        >>> trial.at_rung, trial.interrupted
+        (True, False)
+    """
+
+    number: int
+    state: State
+    epoch: int = 0
+    values: Mapping[int, float] = field(default_factory=dict)
+    group: int | None = None
+    target: int | None = None
+
+    def __post_init__(self) -> None:
+        argument_int("number", self.number, 0)
+        if self.state not in _STATES:
+            raise ValueError(
+                f"The value of `state` is {self.state!r}, but must be one of {list(_STATES)}."
+            )
+        argument_int("epoch", self.epoch, 0)
+        if self.group is not None:
+            argument_int("group", self.group, 0)
+        if self.target is not None:
+            argument_int("target", self.target, 1)
+
+    @property
+    def interrupted(self) -> bool:
+        """Paused before reaching its ``target``: resumed to it before anything else."""
+        return self.state == "paused" and self.target is not None
+
+    @property
+    def at_rung(self) -> bool:
+        """Paused at a rung, waiting for the schedule (``target`` is ``None``)."""
+        return self.state == "paused" and self.target is None
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a free slot does next.
+
+    Attributes:
+        kind: ``"start"`` a new configuration; ``"resume"`` a paused trial; ``"wait"`` until a
+            running trial reports (nothing to do now, something may come); ``"done"``: the
+            schedule has no more work (the study is finished once nothing runs).
+        trial: ``resume``: the trial number.
+        to_epoch: ``start``/``resume``: train until this many epochs are done.
+        group: ``start``: the new trial's round (synchronous schedules) or bracket (promotion
+            Hyperband), to be stored on it; ``None`` otherwise.
+        from_scratch: ``resume``: retrain from epoch 0 instead of continuing from the checkpoint
+            (synchronous schedules with ``resume=False``).
+
+    Example::
+
+        >>> Job("resume", trial=5, to_epoch=8)
+        Job(kind='resume', trial=5, to_epoch=8, group=None, from_scratch=False)
+    """
+
+    kind: JobKind
+    trial: int | None = None
+    to_epoch: int | None = None
+    group: int | None = None
+    from_scratch: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in _JOB_KINDS:
+            raise ValueError(
+                f"The value of `kind` is {self.kind!r}, but must be one of {list(_JOB_KINDS)}."
+            )
+        if self.kind in ("start", "resume"):
+            if self.to_epoch is None:
+                raise ValueError(f"The value of `to_epoch` is None, but a {self.kind!r} job needs "
+                                 "an integer `to_epoch >= 1`.")
+            argument_int("to_epoch", self.to_epoch, 1)
+        if self.kind == "resume":
+            if self.trial is None:
+                raise ValueError("The value of `trial` is None, but a 'resume' job needs the "
+                                 "trial number.")
+            argument_int("trial", self.trial, 0)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A schedule's answer: the slot's :class:`Job`, and the paused trials to end PRUNED.
+
+    Attributes:
+        job: what the free slot does.
+        prune: paused trials that can never be promoted; the caller ends them PRUNED and deletes
+            their checkpoints. Given with any job, ascending.
+        reasons: why, per pruned trial (``"not promoted at rung 4 (round 0: 2 of 4 go on)"``).
+    """
+
+    job: Job
+    prune: tuple[int, ...] = ()
+    reasons: Mapping[int, str] = field(default_factory=dict)
+
+
+class Schedule(ABC):
+    """Decides the next job of a free slot from the trials of the study alone.
+
+    Subclasses are pure: :meth:`decide` reads nothing but its arguments, so two launchers on one
+    storage (or one launcher restarted after ``kill -9``) reach the same decision.
+    """
+
+    #: The schedule's name in reports (``"stop"``, ``"sync_sh"``, ...).
+    name: str
+
+    @abstractmethod
+    def ladders(self) -> list[list[int]]:
+        """The rung levels (epochs) of each bracket, for reports.
+
+        For the synchronous schedules, round ``j`` uses ``ladders()[j % len(ladders())]``; for
+        promotion Hyperband, bracket ``b`` (a trial's ``group``) uses ``ladders()[b]``.
+        """
+
+    @abstractmethod
+    def decide(
+        self, trials: Sequence[TrialView], *, tickets: int | None, next_number: int
+    ) -> Decision:
+        """The next job of a free slot.
+
+        Args:
+            trials: every trial of the study (any order).
+            tickets: configurations not yet started; ``None`` when only a wall-clock budget
+                bounds the study.
+            next_number: the trial number a ``"start"`` job will get (Hyperband's bracket).
+
+        Raises:
+            ValueError: ``tickets`` or ``next_number`` is out of range, or two trials share a
+                number.
+        """
+
+
+def first_interrupted(trials: Iterable[TrialView]) -> Job | None:
+    """Resume the interrupted trial with the lowest number to its target, if any."""
+    interrupted = [t for t in trials if t.interrupted]
+    if not interrupted:
+        return None
+    first = min(interrupted, key=lambda t: t.number)
+    return Job("resume", trial=first.number, to_epoch=first.target)
+
+
+def decision_of(job: Job, prune: Mapping[int, str]) -> Decision:
+    numbers = tuple(sorted(prune))
+    return Decision(job, numbers, {number: prune[number] for number in numbers})
+
+
+def has_tickets(tickets: int | None) -> bool:
+    return tickets is None or tickets > 0
+
+
+def ladder_of(min_resource: int, max_resource: int, reduction_factor: int) -> list[int]:
+    argument_int("min_resource", min_resource, 1)
+    argument_int("max_resource", max_resource, 1)
+    argument_int("reduction_factor", reduction_factor, 2)
+    return rungs.rung_levels(min_resource, max_resource=max_resource,
+                             reduction_factor=reduction_factor)
+
+
+def check_call(trials: Sequence[TrialView], tickets: int | None, next_number: int) -> None:
+    if tickets is not None:
+        argument_int("tickets", tickets, 0)
+    argument_int("next_number", next_number, 0)
+    numbers = [t.number for t in trials]
+    if len(set(numbers)) != len(numbers):
+        duplicates = sorted({n for n in numbers if numbers.count(n) > 1})
+        raise ValueError(
+            f"The value of `trials` repeats trial numbers {duplicates}, but each trial must "
+            "appear once."
+        )
+
+
+def ranked(values: Mapping[int, float], minimize: bool) -> list[int]:
+    """Trial numbers best first; NaN and infinite values last; ties by lower number."""
+    return sorted(values, key=lambda number: rank_key(number, values[number], minimize))
+
+
+def rank_key(number: int, value: float | None, minimize: bool) -> tuple[int, float, int]:
+    if value is None or not math.isfinite(value):
+        return (1, 0.0, number)
+    return (0, value if minimize else -value, number)

@@ -1,0 +1,44 @@
+"""Storage specs: one string names any Optuna storage, and its password never gets printed.
+
+A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:///runs/a.db``,
+``postgresql://user:secret@host/db``), or ``grpc://host:port``, Optuna's gRPC storage proxy in
+front of one (``python -m lightning_hpo.proxy``: many workers, one set of database connections);
+any other string is the path of a journal file, Optuna's fastest storage for one machine
+(``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
+
+:class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
+lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
+launcher's ``--check`` and its checks before a study is created) and :meth:`StorageSpec.open`
+opens it for use (:func:`check_storage` and :func:`open_storage` are the same for a string).
+
+Example::
+
+    >>> mask("postgresql://hpo:secret@db.example.com:5432/studies")
+    'postgresql://hpo:***@db.example.com:5432/studies'
+    >>> StorageSpec("runs/quickstart.journal").kind
+    'journal'
+
+The package holds what every process needs of a storage: the specs (``_spec``), the
+cross-process study locks (``_locks``) and the client of our service on the gRPC proxy
+(``_proxy_client``; the server side is :mod:`lightning_hpo.proxy`).
+"""
+
+from lightning_hpo.storage._spec import (
+    DEFAULT_PROXY_PORT,
+    StorageSpec,
+    check_storage,
+    mask,
+    mask_text,
+    open_storage,
+    storage_outage,
+)
+
+__all__ = [
+    "DEFAULT_PROXY_PORT",
+    "StorageSpec",
+    "check_storage",
+    "mask",
+    "mask_text",
+    "open_storage",
+    "storage_outage",
+]
