@@ -1,10 +1,12 @@
-"""Helpers the launcher tests share: a small config, running the CLI, reading the study."""
+"""Helpers the tests share: a small config, running the launcher CLI, reading the study, a free
+TCP port, and a DDP-clean environment for subprocesses that start ranks of their own."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from lightning_hpo.storage import open_storage
 TESTS = Path(__file__).resolve().parent
 FINISHED = {TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL}
 INITIAL = {"lr": 0.1, "batch_size": 64}
+SECRET = "s3cr3t-pw"  # a storage password: no output may show it
 
 
 def config_file(tmp_path: Path, **fields: object) -> Path:
@@ -53,6 +56,40 @@ def env() -> dict[str, str]:
     out = dict(os.environ)
     out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), out.get("PYTHONPATH")]))
     return out
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it; nothing holds it for the caller)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+#: What makes a process take itself for one rank of a DDP job that already runs, or points it at
+#: that job's rendezvous: torchrun's and ``torch.distributed``'s variables (``RANK``,
+#: ``LOCAL_RANK``, ``GROUP_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``, ...), Lightning's
+#: ``NODE_RANK``, ``GLOBAL_RANK`` (another name of the global rank), and the trial a DDP follower
+#: of ours waits for (``lightning_hpo.distributed._channel.TRIAL_ENV``).
+DDP_VARIABLES = frozenset({
+    "RANK", "GLOBAL_RANK", "LOCAL_RANK", "NODE_RANK", "GROUP_RANK", "ROLE_RANK",
+    "WORLD_SIZE", "LOCAL_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+    "LIGHTNING_HPO_DDP_TRIAL",
+})
+#: Prefixes of the same: ``TORCHELASTIC_RUN_ID`` makes Lightning take the process for one
+#: torchrun started; Lightning reads ``PL_*`` (``PL_GLOBAL_SEED``, left behind in this process by
+#: ``seed_everything``; ``PL_TRAINER_*``, defaults of every Trainer) and ``LT_*`` (the Fabric
+#: CLI's accelerator, devices, strategy).
+DDP_PREFIXES = ("TORCHELASTIC_", "PL_", "LT_")
+
+
+def ddp_clean_env(**extra: str) -> dict[str, str]:
+    """The environment for a subprocess that starts DDP ranks of its own: this process's without
+    :data:`DDP_VARIABLES` and :data:`DDP_PREFIXES`, the repository first on ``PYTHONPATH`` (this
+    working tree's package), then ``extra`` (say ``MASTER_PORT=str(free_port())``)."""
+    out = {key: value for key, value in os.environ.items()
+           if key not in DDP_VARIABLES and not key.startswith(DDP_PREFIXES)}
+    out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS.parent), out.get("PYTHONPATH")]))
+    return {**out, **extra}
 
 
 def launch(*args: str, cwd: Path, timeout: float = 420) -> subprocess.CompletedProcess[str]:
@@ -160,3 +197,12 @@ def wait_for(check: Callable[[], object], timeout: float = 240, what: str = "") 
             return found
         time.sleep(0.3)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def _journal_with_garbage_inside(folder: Path) -> str:
+    """``folder/t.journal``: a study's journal with a line that is not a record in the middle."""
+    path = folder / "t.journal"
+    optuna.create_study(study_name="t", storage=open_storage(str(path)))
+    first = path.read_bytes()
+    path.write_bytes(first + b"garbage\n" + first)  # Optuna's replay fails on the middle line
+    return str(path)

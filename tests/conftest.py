@@ -22,7 +22,6 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _pruner_worker import make_storage
+from _support import free_port
 from optuna.storages import BaseStorage, RDBStorage
 
 _REQUIRE_POSTGRES = "LIGHTNING_HPO_REQUIRE_POSTGRES"
@@ -155,12 +155,6 @@ def _postgres_bindir() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run(cmd: list[str | Path], run_as: dict[str, Any], check: bool = True) -> None:
     result = subprocess.run(
         [str(part) for part in cmd], capture_output=True, text=True, check=False,
@@ -200,7 +194,7 @@ def postgres_server() -> Iterator[PostgresServer]:
             _run([bindir / "initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
                   "--no-sync"], run_as)
             initialized = True
-            port = _free_port()
+            port = free_port()
             options = (
                 f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c synchronous_commit=off "
                 "-c full_page_writes=off -c max_connections=300"

@@ -16,7 +16,6 @@ import errno
 import json
 import os
 import random
-import socket
 import sys
 import warnings
 from collections.abc import Iterator
@@ -105,14 +104,6 @@ def _best(folder: Path) -> ModelCheckpoint:
 
 def _state(model: L.LightningModule) -> dict[str, torch.Tensor]:
     return {key: value.detach().clone() for key, value in model.state_dict().items()}
-
-
-def _subprocess_env(**extra: str) -> dict[str, str]:
-    """The environment of a subprocess: this working tree's package first, no DDP leftovers."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "GLOBAL_RANK", "RANK"}}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
-    return {**env, **extra}
 
 
 def _max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
@@ -257,13 +248,13 @@ def _resume_script(checkpoint: str, out_json: str, threads: int) -> None:
 def test_resumed_in_a_fresh_process_equals_straight(
     straight: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    from _support import run_job
+    from _support import ddp_clean_env, run_job
 
     _pause("dropout_mlp", tmp_path)
     out = tmp_path / "resumed.json"
     command = [sys.executable, __file__, "resume", str(tmp_path / "resume.ckpt"), str(out),
                str(torch.get_num_threads())]
-    proc = run_job(command, cwd=_REPO_ROOT, env=_subprocess_env(), timeout=300)
+    proc = run_job(command, cwd=_REPO_ROOT, env=ddp_clean_env(), timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(out.read_text())
     reference = straight["dropout_mlp"]
@@ -513,18 +504,12 @@ def _ddp_script(out_dir: Path) -> None:
     (out_dir / f"rank{trainer.global_rank}.json").write_text(json.dumps(results))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow  # two ranks each import torch and Lightning, and DDP starts up
 def test_ddp_paused_and_resumed_equals_straight(tmp_path: Path) -> None:
-    from _support import run_job
+    from _support import ddp_clean_env, free_port, run_job
 
-    env = _subprocess_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
-                          OMP_NUM_THREADS="1")
+    env = ddp_clean_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                        OMP_NUM_THREADS="1")
     proc = run_job([sys.executable, __file__, "ddp", str(tmp_path)], cwd=_REPO_ROOT, env=env,
                    timeout=400)
     assert proc.returncode == 0, proc.stderr[-4000:]

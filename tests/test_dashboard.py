@@ -9,7 +9,6 @@ the ``optuna`` CLI (``cli._get_storage``: ``os.path.isfile`` -> ``JournalFileBac
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -21,8 +20,9 @@ from typing import Any
 
 import optuna
 import pytest
+from _report_support import SCENARIO, make_launcher_study
+from _support import free_port
 from optuna.trial import TrialState
-from test_report import SCENARIO, make_launcher_study
 
 from lightning_hpo.schema import ATTR
 
@@ -45,12 +45,6 @@ def stored(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, optuna.
     return spec, study
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 (127.0.0.1 only)
         return json.loads(response.read())
@@ -67,7 +61,7 @@ def _executable(name: str) -> Path:
 def dashboard(stored: tuple[str, optuna.Study], tmp_path: Path) -> Iterator[str]:
     """``optuna-dashboard STORAGE`` on 127.0.0.1 and a free port; yields its base URL."""
     spec, _ = stored
-    port = _free_port()
+    port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
     process = subprocess.Popen(
         [str(_executable("optuna-dashboard")), spec, "--host", "127.0.0.1", "--port", str(port),

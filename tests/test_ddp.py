@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sys
 from pathlib import Path
 
 import pytest
-from _support import run_job
+from _support import ddp_clean_env, free_port, run_job
 
 _SCRIPT = Path(__file__).with_name("_ddp_train_script.py")
 _REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -17,33 +15,17 @@ _EPOCHS = 2
 _TIMEOUT_S = 240  # two ranks each import torch + Lightning (~7 s) on 2 shared cores
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _ddp_env() -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "GLOBAL_RANK", "RANK"}
-    }
-    env.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(_free_port()),
-        OMP_NUM_THREADS="1",  # two ranks on two cores: no oversubscription
-        PYTHONPATH=os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")])),
-    )
-    return env
-
-
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> dict[int, dict]:
     """Run the DDP script once for this module; return each rank's record by global rank."""
     out_dir = tmp_path_factory.mktemp("ddp")
+    env = ddp_clean_env(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(free_port()),
+        OMP_NUM_THREADS="1",  # two ranks on two cores: no oversubscription
+    )
     proc = run_job([sys.executable, str(_SCRIPT), str(out_dir), str(_EPOCHS)],
-                   cwd=_REPO_ROOT, env=_ddp_env(), timeout=_TIMEOUT_S)
+                   cwd=_REPO_ROOT, env=env, timeout=_TIMEOUT_S)
     assert proc.returncode == 0, f"DDP run failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     records = [json.loads(path.read_text()) for path in sorted(out_dir.glob("rank*.json"))]
     return {record["global_rank"]: record for record in records}

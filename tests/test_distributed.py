@@ -8,14 +8,13 @@ in-memory, journal and SQLite storage; the error encoding and the opening of sto
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import optuna
 import pytest
-from _support import run_job
+from _support import ddp_clean_env, run_job
 from optuna.storages.journal import JournalFileBackend
 
 import lightning_hpo as hpo
@@ -34,10 +33,7 @@ class _Custom(Exception):
 
 def _run_job(kind: str, out_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """Run the script; return once *every* rank is gone (rank 1 shares the output pipes)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "RANK", "MASTER_PORT"}}
-    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    env = ddp_clean_env(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     return run_job([sys.executable, str(_SCRIPT), kind, str(out_dir), *extra],
                    cwd=out_dir, env=env, timeout=_TIMEOUT_S)
 

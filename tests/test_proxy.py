@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,17 @@ from typing import Any
 
 import optuna
 import pytest
-from _support import TESTS, config_file, env, finish, launch, popen, study_of, wait_for
+from _support import (
+    TESTS,
+    config_file,
+    env,
+    finish,
+    free_port,
+    launch,
+    popen,
+    study_of,
+    wait_for,
+)
 from optuna.trial import TrialState
 
 import lightning_hpo
@@ -35,28 +44,7 @@ WORKER = TESTS / "_proxy_worker.py"
 
 
 # ------------------------------------------------------------------------------------------
-# The spec: pure.
-
-
-@pytest.mark.parametrize(("text", "address"), [
-    ("grpc://localhost:13001", ("localhost", 13001)),
-    ("grpc://10.0.0.5", ("10.0.0.5", 13000)),
-    ("grpc://proxy.example.com:80/", ("proxy.example.com", 80)),
-])
-def test_a_grpc_spec_is_a_proxy_with_an_address(text: str, address: tuple[str, int]) -> None:
-    spec = StorageSpec(text)
-    assert (spec.kind, spec.is_proxy, spec.is_rdb, spec.path) == ("grpc", True, False, None)
-    assert spec.address == address and spec.lock_path("claim") is None
-
-
-@pytest.mark.parametrize("text", [
-    "grpc://", "grpc://:13000", "grpc://host:port", "grpc://host:70000", "grpc://host:0",
-    "grpc://host:1/db", "grpc://user:pw@host:1", "grpc://host:1?x=1",
-])
-def test_a_malformed_grpc_spec_is_a_storage_error(text: str) -> None:
-    with pytest.raises(ConfigError, match=r"^storage: .*must be grpc://HOST:PORT") as caught:
-        _ = StorageSpec(text).address
-    assert "pw" not in str(caught.value)
+# The config: pure (what a grpc:// spec itself is: test_storage.py).
 
 
 def test_heartbeat_is_refused_through_the_proxy() -> None:
@@ -278,7 +266,7 @@ def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
 def test_a_plain_optuna_proxy_is_refused_in_one_line(tmp_path: Path) -> None:
     from optuna.storages._grpc.server import make_server
 
-    port = _free_port()
+    port = free_port()
     server = make_server(optuna.storages.get_storage(open_storage(f"sqlite:///{tmp_path}/p.db")),
                          "127.0.0.1", port)
     server.start()
@@ -296,7 +284,7 @@ def test_a_plain_optuna_proxy_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_a_launcher_with_no_proxy_there_says_so(tmp_path: Path) -> None:
-    spec = f"grpc://127.0.0.1:{_free_port()}"
+    spec = f"grpc://127.0.0.1:{free_port()}"
     result = launch(str(config_file(tmp_path, storage=spec)), cwd=tmp_path, timeout=120)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -331,12 +319,6 @@ def test_a_port_in_use_is_a_port_error(tmp_path: Path) -> None:
             serve(f"sqlite:///{tmp_path}/b.db", host="127.0.0.1", port=port)
     finally:
         server.stop(None)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_the_proxy_needs_no_tests_folder_on_the_path(tmp_path: Path) -> None:

@@ -1,0 +1,139 @@
+"""The storage package (:mod:`lightning_hpo.storage`) itself: what a spec names, and the look
+at a storage (``check_storage``) and its opening (``open_storage``), which read only, say what is
+there, refuse what is not a storage untouched, and mask the password.
+
+The launcher and the proxy refusing a storage end to end are tested with them
+(``test_bad_input.py``, ``test_proxy.py``); the ``storage`` fixture is ``conftest.py``'s.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import optuna
+import pytest
+from _support import SECRET, _journal_with_garbage_inside
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage import StorageSpec, check_storage, open_storage
+
+# ------------------------------------------------------------------------------------------
+# The spec: pure.
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    ("grpc://localhost:13001", ("localhost", 13001)),
+    ("grpc://10.0.0.5", ("10.0.0.5", 13000)),
+    ("grpc://proxy.example.com:80/", ("proxy.example.com", 80)),
+])
+def test_a_grpc_spec_is_a_proxy_with_an_address(text: str, address: tuple[str, int]) -> None:
+    spec = StorageSpec(text)
+    assert (spec.kind, spec.is_proxy, spec.is_rdb, spec.path) == ("grpc", True, False, None)
+    assert spec.address == address and spec.lock_path("claim") is None
+
+
+@pytest.mark.parametrize("text", [
+    "grpc://", "grpc://:13000", "grpc://host:port", "grpc://host:70000", "grpc://host:0",
+    "grpc://host:1/db", "grpc://user:pw@host:1", "grpc://host:1?x=1",
+])
+def test_a_malformed_grpc_spec_is_a_storage_error(text: str) -> None:
+    with pytest.raises(ConfigError, match=r"^storage: .*must be grpc://HOST:PORT") as caught:
+        _ = StorageSpec(text).address
+    assert "pw" not in str(caught.value)
+
+
+# ------------------------------------------------------------------------------------------
+# check_storage: reads only, says what is there, refuses what is not a storage.
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(folder.rglob("*"))}
+
+
+def _tables(url: str) -> list[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        return sorted(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_check_storage_reads_what_is_there_and_writes_nothing(storage, tmp_path: Path) -> None:
+    if storage.kind == "inmemory":
+        pytest.skip("nothing to open: the launcher refuses in-memory storage")
+    new, existing = {"journal": ("new journal file", "journal file, 1 study"),
+                     "sqlite": ("new SQLite database", "SQLite database"),
+                     "postgres": ("server reachable", "server reachable")}[storage.kind]
+    before = _snapshot(tmp_path)
+    assert check_storage(storage.url) == new
+    assert _snapshot(tmp_path) == before  # no file, no folder
+    if storage.kind == "postgres":
+        assert _tables(storage.url) == []  # not even Optuna's tables
+    optuna.create_study(study_name="t", storage=storage.make())
+    storage.close()
+    before = _snapshot(tmp_path)
+    tables = _tables(storage.url) if storage.kind == "postgres" else []
+    assert check_storage(storage.url) == existing
+    assert _snapshot(tmp_path) == before
+    if storage.kind == "postgres":
+        assert _tables(storage.url) == tables
+
+
+REFUSED: list[tuple[str, object, str]] = [
+    ("text-file", lambda d: (d / "notes.txt").write_text("hello world\n") and "notes.txt",
+     "notes.txt is not an Optuna journal file (its first line is not a journal record)"),
+    ("one-blank-line", lambda d: (d / "blank").write_text("\n") and "blank",
+     "blank is not an Optuna journal file"),
+    ("binary-file", lambda d: (d / "b.bin").write_bytes(bytes(range(256))) and "b.bin",
+     "b.bin is not an Optuna journal file"),
+    ("json-but-not-a-journal", lambda d: (d / "j.jsonl").write_text('{"a": 1}\n') and "j.jsonl",
+     "j.jsonl is not an Optuna journal file"),
+    ("garbage-inside-a-journal", _journal_with_garbage_inside,
+     "t.journal is not a valid Optuna journal file: Expecting value"),
+    ("journal-is-a-folder", lambda d: (d / "x").mkdir() or "x",
+     "x is a folder, not a journal file"),
+    ("journal-under-a-file", lambda d: (d / "f").write_text("x") and "f/t.journal",
+     "cannot create f/t.journal: f is a file, not a folder"),
+    ("sqlite-text-file", lambda d: (d / "t.db").write_text("hello\n") and "sqlite:///t.db",
+     "sqlite:///t.db is not an SQLite database (file is not a database)"),
+    ("sqlite-is-a-folder", lambda d: (d / "x.db").mkdir() or "sqlite:///x.db",
+     "sqlite:///x.db is a folder, not an SQLite database"),
+    ("sqlite-under-a-file", lambda d: (d / "f").write_text("x") and "sqlite:///f/t.db",
+     "cannot create sqlite:///f/t.db: f is a file, not a folder"),
+]
+
+
+@pytest.mark.parametrize(("make", "words"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_what_is_not_a_storage_is_refused_untouched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make, words: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = make(tmp_path)
+    before = _snapshot(tmp_path)
+    for opener in (check_storage, open_storage):
+        with pytest.raises(ConfigError) as info:
+            opener(spec)
+        assert info.value.field == "storage" and words in info.value.message, info.value
+        assert _snapshot(tmp_path) == before  # Optuna never appended to it
+
+
+def test_check_storage_masks_the_password_of_an_unreachable_server() -> None:
+    url = f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"
+    with pytest.raises(ConfigError) as info:
+        check_storage(url)
+    assert str(info.value).startswith("storage: cannot open postgresql+psycopg2://hpo:***@")
+    assert SECRET not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_sqlite_check_is_read_only(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    optuna.create_study(study_name="t", storage=open_storage(f"sqlite:///{path}"))
+    path.chmod(0o444)  # a read-only open must still read it (as root the mode is not enforced)
+    before = path.read_bytes()
+    assert check_storage(f"sqlite:///{path}") == "SQLite database"
+    assert path.read_bytes() == before
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM studies").fetchone() == (1,)
