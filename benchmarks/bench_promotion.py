@@ -94,7 +94,7 @@ from _record import Figure, machine_line, write_figures
 from bench_search import EpochEvent, epoch_events, epochs_to_reach, final_best
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, Segment
 
 METHODS = ("random", "asha-stop", "asha-promotion", "sync-sh", "sync-sh-scratch")
 QUICK_METHODS = ("random", "asha-promotion")
@@ -125,23 +125,13 @@ BENCH_ATTR = "lightning_hpo:bench_promotion"
 # -- the pure part: segments -> one time-ordered stream of trained epochs ----------------------
 
 
-def _number(value: object) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) else None  # type: ignore[arg-type]
-
-
-def _segments(trial: FrozenTrial) -> list[dict[str, Any]]:
-    """The trial's segments with numeric start, end, from_epoch and to_epoch, by start time."""
-    rows = []
-    for segment in trial.user_attrs.get(ATTR.SEGMENTS) or []:
-        if not isinstance(segment, Mapping):
-            continue
-        start, end = _number(segment.get("start")), _number(segment.get("end"))
-        first, last = _number(segment.get("from_epoch")), _number(segment.get("to_epoch"))
-        if None in (start, end, first, last):
-            continue
-        rows.append({"start": start, "end": end, "from": int(first), "to": int(last)})  # type: ignore[arg-type]
-    return sorted(rows, key=lambda row: row["start"])
+def _segments(trial: FrozenTrial) -> list[Segment]:
+    """The trial's closed segments that say their epochs, by start time."""
+    raw = trial.user_attrs.get(ATTR.SEGMENTS)
+    read = [Segment.read(entry) for entry in raw] if isinstance(raw, list) else []
+    return sorted((s for s in read if s is not None and s.end is not None
+                   and s.from_epoch is not None and s.to_epoch is not None),
+                  key=lambda s: s.start)
 
 
 def trained_epochs(trials: Iterable[FrozenTrial], until: float | None = None) -> list[EpochEvent]:
@@ -177,13 +167,13 @@ def trained_epochs(trials: Iterable[FrozenTrial], until: float | None = None) ->
         values = trial.intermediate_values
         known = 0
         for segment in segments:
-            first, last = segment["from"], segment["to"]
+            first, last = segment.from_epoch or 0, segment.to_epoch or 0
             new = [e for e in range(max(first, known) + 1, last + 1) if e <= len(times)]
             again = list(range(first + 1, min(last, known) + 1))
-            stop = times[new[0] - 1] if new else segment["end"]
+            stop = times[new[0] - 1] if new else segment.end
             steps = len(again) + (1 if new else 0)
             for index, epoch in enumerate(again, start=1):
-                when = segment["start"] + index / steps * (stop - segment["start"])
+                when = segment.start + index / steps * (stop - segment.start)
                 events.append(EpochEvent(when, trial.number, epoch, math.nan))
             for epoch in new:
                 value = float(values.get(epoch, math.nan))
@@ -200,7 +190,7 @@ def busy_seconds(trials: Iterable[FrozenTrial], start: float, end: float) -> flo
     total = 0.0
     for trial in trials:
         for segment in _segments(trial):
-            total += max(0.0, min(segment["end"], end) - max(segment["start"], start))
+            total += max(0.0, min(segment.end, end) - max(segment.start, start))
     return total
 
 
@@ -222,7 +212,7 @@ def idle_fraction(trials: Iterable[FrozenTrial], slots: int, start: float, end: 
 
 def first_start(trials: Iterable[FrozenTrial]) -> float | None:
     """When the first segment of any trial started (unix s); None when there is none."""
-    starts = [segment["start"] for trial in trials for segment in _segments(trial)]
+    starts = [segment.start for trial in trials for segment in _segments(trial)]
     return min(starts, default=None)
 
 

@@ -25,8 +25,10 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import sys
+from typing import TYPE_CHECKING
+
+from lightning_hpo._lazy import lazy_exports
 
 #: The package version: the one place it is written (pyproject.toml reads it from here).
 __version__ = "0.1.0"
@@ -106,14 +108,4 @@ if TYPE_CHECKING:
     from lightning_hpo.tensor_data import TensorBatches, TensorDataModule
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'lightning_hpo' has no attribute '{name}'")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(sys.modules[__name__], _EXPORTS, __all__)

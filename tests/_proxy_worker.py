@@ -25,7 +25,8 @@ import optuna
 
 from lightning_hpo._rung_store import open_rung_store
 from lightning_hpo.launch.config import load_config
-from lightning_hpo.launch.study import claim_trial, study_lock
+from lightning_hpo.launch.study import study_lock
+from lightning_hpo.launch.trials import claim_trial
 from lightning_hpo.storage import open_storage
 
 

@@ -157,8 +157,8 @@ def _fake_run_study(raw: dict, epochs: int | None) -> tuple[float, float]:
     goes on to its end (as a second worker's would), so the stream must be cut. It runs in
     memory and copies the trials to the journal at the end (a journal write costs an fsync)."""
     from lightning_hpo.launch.config import parse_config
+    from lightning_hpo.launch.search import build_pruner, build_sampler
     from lightning_hpo.launch.space import suggest
-    from lightning_hpo.launch.study import build_pruner, build_sampler
     from lightning_hpo.storage import open_storage
 
     assert epochs is not None
@@ -761,10 +761,12 @@ def test_simulated_promotion_asha_pauses_and_promotes_the_top_third() -> None:
     run = bench_schedules.simulate(_table(_FLAT), "asha-promotion", 0, 1e9, 1,
                                    configs=[0, 1, 2, 1])
     # t0, t1 pause at rung 1 (top floor(n/3) is empty); t2 makes n = 3 and is its best: it is
-    # promoted to rung 3 and pauses there alone; t3 starts; nothing else can be promoted.
-    assert _trained(run) == [(0, 1), (1, 1), (2, 1), (2, 2), (2, 3), (3, 1)]
+    # promoted to rung 3 and pauses there alone; t3 starts; nothing else can be promoted, so
+    # (finish_best) t2, the best paused trial of the highest rung, is trained on to rung 9.
+    assert _trained(run) == [(0, 1), (1, 1), (2, 1), (2, 2), (2, 3), (3, 1),
+                             (2, 4), (2, 5), (2, 6), (2, 7), (2, 8), (2, 9)]
     # with the tickets counted, t1 is pruned as soon as t0 ranks above it (4 // 3 = 1 go on)
-    assert run.segments == 5 and run.peak_paused == 1
+    assert run.segments == 6 and run.peak_paused == 1
 
 
 def test_simulated_max_paused_bounds_promotion_asha() -> None:

@@ -21,7 +21,8 @@ from lightning_hpo.launch.config import (
     resolve_config,
     shipped_configs,
 )
-from lightning_hpo.launch.study import build_sampler, stored_config
+from lightning_hpo.launch.search import build_sampler
+from lightning_hpo.launch.study import stored_config
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -166,6 +167,12 @@ BAD = [
     ("pruner.max_resource", "two", "pruner.max_resource", "integer"),
     ("pruner.min_resource", "20", "pruner.max_resource", ">= pruner.min_resource"),
     ("pruner.eta", "3", "pruner.eta", "unknown field"),
+    ("pruner.finish_best", "maybe", "pruner.finish_best", "must be true or false"),
+    ("pruner.finish_best", "1", "pruner.finish_best", "must be true or false"),
+    # asha with mode stop (the default) stops trials: there is no paused best to finish
+    ("pruner.finish_best", "false", "pruner.finish_best",
+     "applies to pruner mode: promotion (asha or hyperband), sync_sh and sync_hyperband only; "
+     "the pruner is asha with mode stop"),
     ("devices.per_trial", "0", "devices.per_trial", ">= 1"),
     ("devices.per_trial", "1.5", "devices.per_trial", "integer"),
     ("devices.accelerator", "tpu", "devices.accelerator", "auto, cpu, gpu"),
@@ -201,7 +208,7 @@ def test_bad_field_is_one_named_error(path: str, value: str, field: str, words: 
 
 
 def test_max_paused_reaches_the_promotion_schedule() -> None:
-    from lightning_hpo.launch.scheduler import build_schedule
+    from lightning_hpo.launch.search import build_schedule
 
     for name in ("asha", "hyperband"):
         raw = dict(BASE, pruner={"name": name, "mode": "promotion", "max_resource": 9},
@@ -213,6 +220,33 @@ def test_max_paused_reaches_the_promotion_schedule() -> None:
     sync = dict(BASE, pruner={"name": "sync_sh", "max_resource": 9}, checkpoint={"max_paused": 1})
     with pytest.raises(ConfigError, match="the pruner is sync_sh$"):
         parse_config(sync)
+
+
+@pytest.mark.parametrize("pruner", [
+    {"name": "asha", "mode": "promotion"}, {"name": "hyperband", "mode": "promotion"},
+    {"name": "sync_sh"}, {"name": "sync_hyperband"}], ids=lambda p: p["name"])
+def test_finish_best_reaches_the_pausing_schedules(pruner: dict) -> None:
+    from lightning_hpo.launch.search import build_schedule
+
+    raw = dict(BASE, pruner=dict(pruner, max_resource=9))
+    cfg = parse_config(raw)
+    assert cfg.pruner.finish_best is True  # the default
+    assert build_schedule(cfg).finish_best is True  # type: ignore[attr-defined]
+    cfg = parse_config(apply_overrides(raw, ["pruner.finish_best=false"]))
+    assert cfg.pruner.finish_best is False
+    assert build_schedule(cfg).finish_best is False  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("pruner", "words"), [
+    ({"name": "hyperband", "mode": "stop"}, "the pruner is hyperband with mode stop"),
+    ({"name": "none"}, "unknown field; allowed: max_resource, min_resource, reduction_factor"),
+], ids=["hyperband-stop", "none"])
+def test_finish_best_is_refused_where_nothing_pauses(pruner: dict, words: str) -> None:
+    raw = dict(BASE, pruner=dict(pruner, max_resource=9, finish_best=True))
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    assert info.value.field == "pruner.finish_best" and info.value.message.endswith(words)
+    assert "\n" not in str(info.value)
 
 
 def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:
@@ -466,3 +500,57 @@ def test_bad_sampler_class_paths_are_one_line_errors(
     assert info.value.field == field
     assert message in info.value.message, info.value.message
     assert "\n" not in str(info.value)
+
+
+# --- parse_config reads the sections in the file's order, one helper each -------------------
+
+
+def test_the_first_bad_section_in_the_files_order_is_the_one_reported() -> None:
+    """Every section below is broken; each fix reveals the next one, in TOP_LEVEL's order
+    (parse_config's section helpers run in that order)."""
+    broken = {
+        "study": "bad name!", "storage": " ", "run_dir": "", "model": 3, "data": [],
+        "metric": "", "direction": "up", "space": {"lr": 0.1},
+        "initial": {"lr": 0.1}, "sampler": "grid", "pruner": "nope", "devices": [],
+        "stop": {}, "trainer": {"max_epochs": "x"}, "checkpoint": {"every": "hour"},
+        "heartbeat": {"interval": 5},
+    }
+    fixes = [
+        ("study", "t"), ("storage", "runs/t.journal"), ("run_dir", "runs"),
+        ("model", {"name": "lenet"}), ("data", "digits"), ("metric", "validation_error"),
+        ("direction", "minimize"), ("space", {"lr": {"loguniform": [0.01, 1.0]}}),
+        ("initial", []), ("sampler", "random"), ("pruner", {"name": "asha"}),
+        ("devices", {}), ("stop", {"n_trials": 2}), ("trainer", {"max_epochs": 3}),
+        ("checkpoint", {}),
+    ]
+    reported = []
+    for key, good in fixes:
+        with pytest.raises(ConfigError) as info:
+            parse_config(broken)
+        reported.append(info.value.field.partition(".")[0])
+        broken[key] = good
+    with pytest.raises(ConfigError) as info:  # a heartbeat on a journal file: last of all
+        parse_config(broken)
+    assert info.value.field == "heartbeat"
+    assert reported == [key for key, _ in fixes]
+    del broken["heartbeat"]
+    assert parse_config(broken).max_epochs == 3
+
+
+def test_the_epochs_come_from_the_pruner_or_the_trainer_and_must_agree() -> None:
+    assert parse_config(_with("trainer.max_epochs", "9")).max_epochs == 9  # equal: fine
+    cfg = parse_config(apply_overrides(BASE, ["pruner=asha", "trainer.max_epochs=5"]))
+    assert (cfg.max_epochs, cfg.pruner.max_resource) == (5, 5)  # the pruner gets them
+    none = parse_config(apply_overrides(BASE, ["pruner=none", "trainer.max_epochs=4"]))
+    assert (none.max_epochs, none.pruner.max_resource) == (4, None)
+    with pytest.raises(ConfigError, match=r"^pruner.max_resource: is required"):
+        parse_config(apply_overrides(BASE, ["pruner=asha"]))
+    with pytest.raises(ConfigError, match=r"^pruner.min_resource: is above max_epochs \(4\)"):
+        parse_config(apply_overrides(BASE, ["pruner={name: asha, min_resource: 5}",
+                                            "trainer.max_epochs=4"]))
+
+
+def test_the_default_logger_is_the_one_a_config_without_it_gets() -> None:
+    from lightning_hpo.launch.config import default_logger
+
+    assert parse_config(BASE).logger == default_logger()

@@ -584,3 +584,88 @@ def test_the_schedule_lock_excludes_other_processes(
                     float((barrier / f"out-{k}").read_text())) for k in range(3))
     for (_, left), (entered, _) in zip(turns, turns[1:], strict=False):
         assert entered >= left, turns  # the next one entered only after the last one left
+
+
+# ------------------------------------------------------------------------------------------
+# An edited config of an existing study (the study keeps the config it was created with).
+
+
+@pytest.fixture(scope="module")
+def asha_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a study of 2 ASHA trials the real launcher ran (``config.yaml``,
+    ``t.journal``, ``runs/``); the tests that use it only read it."""
+    folder = tmp_path_factory.mktemp("asha-study")
+    config = config_file(folder, pruner={"name": "asha", "max_resource": 2},
+                         stop={"n_trials": 2})
+    result = launch(str(config), "--quiet", cwd=folder)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return folder
+
+
+def _everything(folder: Path) -> tuple[bytes, list[str], list[dict[str, Any]]]:
+    """The study's journal, every file and folder, and each trial's state, values and attrs."""
+    trials = [{"state": t.state, "values": t.intermediate_values, "attrs": t.user_attrs}
+              for t in study_of(str(folder / "t.journal")).get_trials(deepcopy=False)]
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    return (folder / "t.journal").read_bytes(), files, trials
+
+
+EDITS = [  # (id, --set arguments, the change as named, how to give the old value back)
+    ("pruner-name", ["pruner.name=sync_sh", "stop.n_trials=4"], "pruner.name asha -> sync_sh",
+     "--set pruner.name=asha"),
+    ("direction", ["direction=maximize"], "direction minimize -> maximize",
+     "--set direction=minimize"),
+    ("metric", ["metric=train_loss"], "metric validation_error -> train_loss",
+     "--set metric=validation_error"),
+    ("space", ["space.lr={loguniform: [0.001, 1.0]}"],
+     "space.lr {loguniform: [0.01, 1.0]} -> {loguniform: [0.001, 1.0]}",
+     "--set 'space.lr={loguniform: [0.01, 1.0]}'"),
+]
+
+
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check"])
+@pytest.mark.parametrize(("overrides", "named", "restore"), [e[1:] for e in EDITS],
+                         ids=[e[0] for e in EDITS])
+def test_an_edited_config_that_would_mix_two_studies_is_refused(
+    asha_study: Path, overrides: list[str], named: str, restore: str, check: bool,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's case: 2 ASHA trials, then the same command with pruner.name=sync_sh and 4
+    trials ran on, exit 0. Now: exit 2, one line naming the change and how to go on, the study
+    and its folders as they were (run in this process: the refusal comes before any trial)."""
+    before = _everything(asha_study)
+    monkeypatch.chdir(asha_study)
+    sets = [arg for kv in overrides for arg in ("--set", kv)]
+    code = launcher_main([str(asha_study / "config.yaml"), *sets, *(["--check"] * check)])
+    out = capsys.readouterr()
+    assert code == 2, out.out + out.err
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert f"study 't' was created with other settings: {named};" in lines[0], lines[0]
+    assert "name a new study (--set study=NEW)" in lines[0] and restore in lines[0], lines[0]
+    assert "config OK" not in out.out and "Resuming" not in out.out
+    assert _everything(asha_study) == before
+
+
+def test_an_edited_budget_goes_on_and_says_what_changed(
+    asha_study: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """More trials (and another run folder: the study's copy is here) go on, said in one line;
+    the study keeps the config it was created with."""
+    (tmp_path / "t.journal").write_bytes((asha_study / "t.journal").read_bytes())
+    config = config_file(tmp_path, pruner={"name": "asha", "max_resource": 2},
+                         stop={"n_trials": 3})
+    said = ("Changed since the study was created: "
+            f"run_dir {asha_study / 'runs'} -> {tmp_path / 'runs'}, stop.n_trials 2 -> 3")
+    monkeypatch.chdir(tmp_path)
+    assert launcher_main([str(config), "--check"]) == 0
+    checked = capsys.readouterr().out.splitlines()
+    assert checked[0].startswith("config OK") and checked[1:] == [said], checked
+    result = launch(str(config), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("Resuming study 't'") and lines[1] == said, lines[:3]
+    study = study_of(str(tmp_path / "t.journal"))
+    assert len(study.trials) == 3 and {t.state for t in study.trials} <= FINISHED
+    assert json.loads(study.user_attrs[CONFIG_ATTR])["stop"] == {"n_trials": 2}

@@ -33,9 +33,10 @@ from lightning_hpo._optuna import backend_of, trial_id_of
 from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.scheduler import Assignment, Scheduler
 from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.trials import hand_back_owned
 from lightning_hpo.rungs import bracket_of, hyperband_rounds, round_epochs, successive_halving_plan
 from lightning_hpo.schedules import PromotionHyperband
-from lightning_hpo.schema import ATTR, BRACKET_ATTR
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
@@ -629,18 +630,19 @@ def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
     study, _ = open_study(cfg, open_storage(url, create=False, heartbeat=(1, 2)))
     one, two = Scheduler(study, cfg), Scheduler(study, cfg)
     for value in (0.5, 0.7):  # both configurations train to rung 1 (with heartbeats), pause
-        job = one.next("w1")
+        job = one.next(Owner("w", 1, 0))
         assert isinstance(job, Assignment)
         backend_of(study).record_heartbeat(trial_id_of(job.trial))  # type: ignore[attr-defined]
         job.trial.report(value, 1)
         one.pause(job.trial.number, epoch=1, checkpoint=None, why="rung 1")
     time.sleep(3)  # paused longer than grace_period
-    job = one.next("w1")  # worker 1 resumes the best (trial 0) to epoch 2 ...
+    job = one.next(Owner("w", 1, 0))  # worker 1 resumes the best (trial 0) to epoch 2 ...
     assert isinstance(job, Assignment) and job.trial.number == 0
-    assert two.next("w2") == "wait"  # ... worker 2, before worker 1's first beat, must wait
+    # ... worker 2, before worker 1's first beat, must wait
+    assert two.next(Owner("w", 2, 0)) == "wait"
     trial = study.get_trials(deepcopy=False)[0]
     assert trial.user_attrs.get(ATTR.ATTEMPTS) is None
-    assert trial.user_attrs[ATTR.OWNER] == "w1"
+    assert Owner.of(trial) == Owner("w", 1, 0)
 
 
 def test_a_damaged_checkpoint_is_retrained_from_scratch_not_failed(tmp_path: Path) -> None:
@@ -654,7 +656,7 @@ def test_a_damaged_checkpoint_is_retrained_from_scratch_not_failed(tmp_path: Pat
     study, _ = open_study(cfg, open_storage(storage))
     scheduler = Scheduler(study, cfg)
     for value in (0.2, 0.9):  # both reach rung 1 and pause; trial 0 (the better) goes on
-        job = scheduler.next("test")
+        job = scheduler.next(Owner("test", 1, 0))
         assert isinstance(job, Assignment)
         job.trial.report(value, 1)
         job.trial.set_user_attr(ATTR.EPOCH_END_TIMES, [time.time()])
@@ -698,7 +700,7 @@ def test_a_claim_whose_worker_died_before_it_trained_is_handed_back_when_run_aga
     killed with it) leaves the trial RUNNING with only its owner token: the next launcher on
     this host hands it back and the round ends, instead of waiting for it forever."""
     storage, config, cfg, study = _small_sync_study(tmp_path)
-    job = Scheduler(study, cfg).next(f"{socket.gethostname()}:{_dead_pid()}:0")
+    job = Scheduler(study, cfg).next(Owner(socket.gethostname(), _dead_pid(), 0))
     assert isinstance(job, Assignment)
     result = launch(str(config), "--quiet", cwd=tmp_path, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -714,12 +716,11 @@ def test_a_claim_of_a_worker_that_died_before_it_told_the_launcher_is_handed_bac
     """The live launcher's side: a worker of its own died between its claim and its first
     event, so the supervisor does not know the trial; the trials that worker owned are
     handed back all the same."""
-    from lightning_hpo.launch.scheduler import hand_back_owned
 
     storage, _, cfg, study = _small_sync_study(tmp_path)
     host, pid = socket.gethostname(), _dead_pid()
-    mine = Scheduler(study, cfg).next(f"{host}:{pid}:3")
-    other = Scheduler(study, cfg).next(f"{host}:{pid + 1}:0")  # another worker's: left alone
+    mine = Scheduler(study, cfg).next(Owner(host, pid, 3))
+    other = Scheduler(study, cfg).next(Owner(host, pid + 1, 0))  # another worker's: left alone
     assert isinstance(mine, Assignment) and isinstance(other, Assignment)
     handed = hand_back_owned(study, cfg, host, pid, "worker for slot 0 (pid 1) was killed")
     assert handed == {mine.trial.number: "resumable"}

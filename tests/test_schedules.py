@@ -9,6 +9,7 @@ literal transcription of Li et al.'s Algorithm 2 (MLSys 2020).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import math
@@ -275,6 +276,10 @@ _SYNC = (SyncSuccessiveHalving, SyncHyperband)
     (lambda: StopSchedule(0), "max_epochs"),
     (lambda: PromotionASHA(1, 9, 3, max_paused=0), "max_paused"),
     (lambda: PromotionHyperband(1, 9, 3, max_paused=True), "max_paused"),  # type: ignore[arg-type]
+    (lambda: PromotionASHA(1, 9, 3, finish_best=1), "finish_best"),  # type: ignore[arg-type]
+    (lambda: PromotionHyperband(1, 9, 3, finish_best=None), "finish_best"),  # type: ignore[arg-type]
+    (lambda: SyncSuccessiveHalving(1, 9, 3, finish_best="no"), "finish_best"),  # type: ignore[arg-type]
+    (lambda: SyncHyperband(1, 9, 3, finish_best=0), "finish_best"),  # type: ignore[arg-type]
     (lambda: _plan(1, 9, 3, configs=-1), "configs"),
     (lambda: rungs.hyperband_rounds(1, 9, 3, prefact=0), "prefact"),
     (lambda: promotable({}, (), 1, True), "reduction_factor"),
@@ -302,6 +307,8 @@ def test_names_and_ladders(schedule: Schedule) -> None:
                              "promotion_hyperband"}
     assert all(ladder[-1] == 9 for ladder in schedule.ladders())
     assert type(schedule).__name__ in repr(schedule)
+    if not isinstance(schedule, StopSchedule):
+        assert "finish_best=True" in repr(schedule)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -620,13 +627,46 @@ def _check_promotion(sim: _Sim, decision: Decision) -> None:
                 top = _top(values[k], len(values[k]) // schedule.reduction_factor,
                            schedule.minimize)
                 assert trial.number not in top, f"pruned trial {trial.number} is promotable"
+    finishing = _finisher_of(views, schedule, sim.tickets)  # (its rung, the job) or None
+    if finishing is not None:
+        assert finishing[1].trial not in decision.prune, "the trial finish_best keeps was pruned"
     if any(t.state == "paused" and t.target is not None for t in views):
         return
     if options:
         _, _, trial, k, bracket = max(options)
         assert decision.job == Job("resume", trial=trial, to_epoch=ladders[bracket][k])
+    elif sim.tickets == 0 and finishing is not None and not any(
+            t.state == "running" and (t.target is None or t.target >= finishing[0])
+            for t in views):  # nothing running may pause at its rung or above
+        assert decision.job == finishing[1]
     else:
         assert decision.job.kind != "resume"
+
+
+def _finisher_of(views: Sequence[TrialView], schedule: PromotionASHA | PromotionHyperband,
+                 tickets: int | None) -> tuple[int, Job] | None:
+    """finish_best's resume, transcribed: with bounded tickets, while no trial has reached the
+    top (a value there or COMPLETE), the trial paused at the highest rung below its top, best
+    there (finite first, then value, then lower number), to its next rung: (that rung, the
+    job); ``None`` when off or there is none."""
+    if not schedule.finish_best or tickets is None or any(
+            t.state == "complete" or schedule.max_resource in t.values for t in views):
+        return None
+    ladders = schedule.ladders()
+    best: tuple[int, int, float, Job] | None = None  # (level, number, value, job)
+    for view in views:
+        if view.state != "paused" or view.target is not None:
+            continue
+        ladder = ladders[0 if view.group is None else view.group]
+        if view.epoch not in ladder[:-1]:
+            continue
+        k = ladder.index(view.epoch)
+        value = view.values.get(view.epoch, NAN)
+        if best is None or view.epoch > best[0] or (view.epoch == best[0] and _better(
+                (view.number, value), (best[1], best[2]), schedule.minimize)):
+            best = (view.epoch, view.number, value,
+                    Job("resume", trial=view.number, to_epoch=ladder[k + 1]))
+    return None if best is None else (best[0], best[3])
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -750,7 +790,7 @@ def test_max_paused_bounds_what_waits_at_the_rungs(seed: int, max_paused: int) -
 
 
 def test_promotion_wait_and_done() -> None:
-    schedule = PromotionASHA(1, 9, 3)
+    schedule = PromotionASHA(1, 9, 3, finish_best=False)  # the paper's: done, nothing at 9
     low = [TrialView(n, "paused", 1, {1: float(n)}) for n in range(2)]
     running = TrialView(2, "running", 0, {}, target=1)
     assert schedule.decide(low, tickets=1, next_number=3).job.kind == "start"
@@ -822,6 +862,186 @@ def test_promotion_hyperband_many_slots(seed: int) -> None:
         assert trial.group == bracket
         assert trial.segments[0][1] in (schedule.ladders()[bracket][0], 2)  # 2: interrupted
     _check_promotion_histories(sim)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finishing the best (finish_best): a finite study trains its best to max_resource
+
+
+def _at_top(sim: _Sim) -> list[int]:
+    return sorted(n for n, t in sim.trials.items() if sim.top in t.values)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("workers", [1, 2, 4])
+@pytest.mark.parametrize("minimize", [True, False], ids=["min", "max"])
+def test_finish_best_promotion_asha_the_issues_case(seed: int, workers: int,
+                                                     minimize: bool) -> None:
+    """n_trials 16 on rungs 1, 3, 9, 27 (eta 3): Algorithm 2 stops at 9 (floor(1 / 3) = 0);
+    finish_best trains the best paused trial of rung 9 on to 27, and starts no extra trial."""
+    runs = {finish: _Sim(PromotionASHA(1, 27, 3, minimize, finish_best=finish), _values(seed),
+                         workers=workers, tickets=16, duration=_duration(seed),
+                         check=_check_promotion).run()
+            for finish in (False, True)}
+    off, on = runs[False], runs[True]
+    assert _at_top(off) == [] and max(t.epoch for t in off.trials.values()) == 9
+    assert len(_at_top(on)) == 1
+    (finished,) = _at_top(on)
+    assert on.trials[finished].state == "complete"
+    assert on.trials[finished].segments[-1] == (9, 27)  # resumed from its rung-9 checkpoint
+    for sim in (off, on):
+        assert len(sim.trials) == 16 and sim.tickets == 0  # the tickets, and not one more
+        assert sim.decisions[-1].job.kind == "done"
+        assert {t.state for t in sim.trials.values()} <= {"complete", "pruned"}
+        _check_promotion_histories(sim)
+    # the best of rung 9 when finishing began (_check_promotion checked every choice)
+    rung9 = {n: t.values[9] for n, t in on.trials.items() if 9 in t.values}
+    assert _top(rung9, 1, minimize) == [finished]
+    # checkpoints as before: every other trial is pruned, at most one more paused at a time
+    assert set(off.pruned_by) - {finished} <= set(on.pruned_by)
+    assert any(why.startswith("cannot be promoted") for why in on.pruned_by.values())
+    assert on.peak_paused <= off.peak_paused + 1
+    if workers == 1:  # one slot: the same jobs until Algorithm 2 is done, then the finishing
+        assert on.jobs[: len(off.jobs)] == off.jobs
+        assert on.jobs[len(off.jobs):] == [Job("resume", trial=finished, to_epoch=27)]
+
+
+@pytest.mark.parametrize("study_name", ["s0", "s9"])
+@pytest.mark.parametrize("minimize", [True, False], ids=["min", "max"])
+def test_finish_best_promotion_hyperband(study_name: str, minimize: bool) -> None:
+    """The same across brackets (none of these 16 trials is in the bracket starting at 27)."""
+    schedule = PromotionHyperband(1, 27, 3, minimize, study_name=study_name)
+    assert all(rungs.bracket_of(study_name, n, schedule.budgets) < 3 for n in range(16))
+    runs = {finish: _Sim(PromotionHyperband(1, 27, 3, minimize, study_name=study_name,
+                                            finish_best=finish),
+                         _values(1), workers=2, tickets=16, duration=_duration(1),
+                         check=_check_promotion).run()
+            for finish in (False, True)}
+    assert _at_top(runs[False]) == [] and len(_at_top(runs[True])) == 1
+    for sim in runs.values():
+        assert len(sim.trials) == 16 and sim.tickets == 0
+        assert {t.state for t in sim.trials.values()} <= {"complete", "pruned"}
+        _check_promotion_histories(sim)
+
+
+@pytest.mark.parametrize("minimize", [True, False], ids=["min", "max"])
+def test_finish_best_resumes_the_best_of_the_highest_rung(minimize: bool) -> None:
+    sign = 1.0 if minimize else -1.0  # the same order either way
+    rung3 = [TrialView(n, "paused", 3, {3: sign * 0.01 * n}) for n in range(2)]  # better values
+    rung9 = [TrialView(n, "paused", 9, {9: sign * v}) for n, v in [(5, 0.4), (7, 0.1)]]
+    schedule = PromotionASHA(1, 27, 3, minimize)
+    decision = schedule.decide(rung3 + rung9, tickets=0, next_number=9)
+    # floor(2 / 3) = 0 at both rungs; rung 9 first, and trial 7 is its best (not the lowest)
+    assert decision.job == Job("resume", trial=7, to_epoch=27)
+    assert decision.prune == (0, 1, 5)  # the others, as before
+    paper = PromotionASHA(1, 27, 3, minimize, finish_best=False).decide(
+        rung3 + rung9, tickets=0, next_number=9)
+    assert paper.job.kind == "done" and paper.prune == (0, 1, 5, 7)
+    # ties go to the lower number, NaN ranks last
+    tied = [TrialView(n, "paused", 9, {9: v}) for n, v in [(3, 0.2), (2, 0.2)]]
+    nan = [TrialView(n, "paused", 9, {9: v}) for n, v in [(2, NAN), (3, 0.7)]]
+    assert schedule.decide(tied, tickets=0, next_number=5).job.trial == 2
+    assert schedule.decide(nan, tickets=0, next_number=5).job.trial == 3
+    # a trial already at 27 (reporting, or COMPLETE): the paper's schedule again
+    for top in (TrialView(9, "complete", 27, {27: 0.5}),
+                TrialView(9, "running", 27, {27: 0.5}, target=27)):
+        trials = rung3 + rung9 + [top]
+        assert schedule.decide(trials, tickets=0, next_number=10) == PromotionASHA(
+            1, 27, 3, minimize, finish_best=False).decide(trials, tickets=0, next_number=10)
+
+
+def test_finish_best_across_hyperband_brackets() -> None:
+    """The highest rung level over all brackets, then the best value there."""
+    schedule = PromotionHyperband(1, 27, 3, study_name="s")  # brackets start at 1, 3, 9, 27
+    trials = [TrialView(0, "paused", 3, {1: 0.0, 3: 0.0}, group=0),  # best value, lower rung
+              TrialView(1, "paused", 9, {9: 0.5}, group=2),
+              TrialView(2, "paused", 9, {3: 0.3, 9: 0.2}, group=1)]
+    decision = schedule.decide(trials, tickets=0, next_number=3)
+    assert decision.job == Job("resume", trial=2, to_epoch=27) and decision.prune == (0, 1)
+
+
+def test_finish_best_waits_for_a_trial_that_may_overtake() -> None:
+    schedule = PromotionASHA(1, 27, 3)
+    rung9 = [TrialView(0, "paused", 9, {9: 0.3})]
+    low = TrialView(1, "running", 0, {}, target=1)
+    to9 = TrialView(2, "running", 3, {3: 0.1}, target=9)
+    to27 = TrialView(3, "running", 9, {9: 0.5}, target=27)
+    finish = Job("resume", trial=0, to_epoch=27)
+    assert schedule.decide(rung9 + [low], tickets=0, next_number=4).job == finish  # a free slot
+    for running in (to9, to27):  # may pause at 9 (better there) or reach 27 itself
+        decision = schedule.decide(rung9 + [low, running], tickets=0, next_number=4)
+        assert decision.job.kind == "wait" and decision.prune == ()
+    # tickets left: a new configuration first, the finisher kept all the same
+    decision = schedule.decide(rung9, tickets=1, next_number=4)
+    assert decision.job == Job("start", to_epoch=1) and decision.prune == ()
+    assert PromotionASHA(1, 27, 3, finish_best=False).decide(
+        rung9, tickets=1, next_number=4).prune == (0,)
+
+
+def test_finish_best_keeps_the_finisher_within_max_paused() -> None:
+    # rungs 1, 3, 9 (eta 3). Rung 1: trials 0, 1 best of 8 (both promotable), 2 sixth;
+    # rung 3: four pruned trials rank above trial 10, which needs 3 * 5 - 5 = 10 newcomers
+    trials = [TrialView(n, "paused", 1, {1: 0.1 * n}) for n in range(3)]
+    trials += [TrialView(n, "pruned", 3, {1: 0.15, 3: 0.1}) for n in range(30, 34)]
+    trials.append(TrialView(10, "paused", 3, {1: 0.5, 3: 0.9}))
+    paper = PromotionASHA(1, 9, 3, max_paused=1, finish_best=False).decide(
+        trials, tickets=40, next_number=40)
+    assert paper.job == Job("resume", trial=0, to_epoch=3) and paper.prune == (2, 10)
+    finish = PromotionASHA(1, 9, 3, max_paused=1).decide(trials, tickets=40, next_number=40)
+    assert finish.job == paper.job and finish.prune == (1, 2)  # the finisher counts, stays
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_finish_best_changes_nothing_without_a_ticket_bound(seed: int) -> None:
+    """With a wall-clock budget only (tickets=None), every decision is the paper's."""
+    rng = random.Random(seed)
+    eta = rng.choice([2, 3])
+    ladder = rungs.rung_levels(1, max_resource=27, reduction_factor=eta)
+    trials = [t for t in _random_asha_state(rng, ladder, rng.randrange(1, 30))
+              if t.state != "complete"]
+    max_paused = rng.choice([None, 1, 3])
+    promotion = [PromotionASHA(1, 27, eta, max_paused=max_paused, finish_best=finish)
+                 for finish in (True, False)]
+    decisions = [schedule.decide(trials, tickets=None, next_number=40) for schedule in promotion]
+    assert decisions[0] == decisions[1]
+    rounds = [dataclasses.replace(t, group=t.number % 2) for t in trials]  # two rounds
+    sync = [SyncSuccessiveHalving(1, 27, eta, finish_best=finish) for finish in (True, False)]
+    decisions = [schedule.decide(rounds, tickets=None, next_number=40) for schedule in sync]
+    assert decisions[0] == decisions[1]
+
+
+@pytest.mark.parametrize(("make", "tickets"), [
+    (lambda finish, minimize: SyncSuccessiveHalving(1, 27, 3, minimize=minimize,
+                                                    finish_best=finish), 5),
+    (lambda finish, minimize: SyncSuccessiveHalving(2, 10, 2, resume=False, minimize=minimize,
+                                                    finish_best=finish), 3),
+    (lambda finish, minimize: SyncHyperband(1, 27, 3, minimize=minimize, finish_best=finish), 10),
+], ids=["sh-1-27-3", "sh-2-10-2-retrain", "hyperband-1-27-3"])
+@pytest.mark.parametrize("minimize", [True, False], ids=["min", "max"])
+def test_finish_best_sync_round_cut_short(make: Callable[[bool, bool], Schedule], tickets: int,
+                                          minimize: bool) -> None:
+    """A lone round cut short keeps floor(held / eta), 0 before the top; finish_best keeps at
+    least its best at each rung, which reaches max_resource. No extra trial starts."""
+    runs = {finish: _Sim(make(finish, minimize), _values(3), workers=3, tickets=tickets,
+                         duration=_duration(3), check=_check_sync).run()
+            for finish in (False, True)}
+    off, on = runs[False], runs[True]
+    schedule = on.schedule
+    assert isinstance(schedule, (SyncSuccessiveHalving, SyncHyperband))
+    ladder, _ = schedule.round_plan(0)
+    assert _at_top(off) == []
+    admitted = sorted(on.trials)
+    for level in ladder:  # at each rung: the best max(1, floor(held / eta)) of those held
+        assert on.at_rung(list(on.trials.values()), level) == admitted, level
+        rung = {n: on.trials[n].values[level] for n in admitted}
+        kept = max(1, len(admitted) // schedule.reduction_factor)
+        admitted = sorted(_top(rung, kept, minimize))
+    (finished,) = _at_top(on)
+    assert on.trials[finished].state == "complete"
+    for sim in (off, on):
+        assert len(sim.trials) == tickets and sim.tickets == 0
+        assert {t.state for t in sim.trials.values()} <= {"complete", "pruned"}
+        assert sim.decisions[-1].job.kind == "done"
 
 
 # ---------------------------------------------------------------------------------------------

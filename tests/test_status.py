@@ -219,3 +219,25 @@ def test_summary_names_the_commands_that_open_the_study(
     lines = summary(cfg, _study_with_pauses("paused"), None, "all trials done")
     assert (f"TensorBoard: tensorboard --logdir {cfg.study_dir}" in lines) is tensorboard
     assert any(line.startswith(dashboard) for line in lines), lines
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_summary_and_report_name_the_same_best_trial_in_a_tie(direction: str) -> None:
+    """Two trials reach the same best value: trial 0 at its epoch 2 (unix s 20), trial 1 at its
+    epoch 1, earlier (unix s 10). The report ranks the first to report it first (trial 1); the
+    summary names the same trial, not the lower number."""
+    from lightning_hpo.report import summarize
+
+    study = optuna.create_study(direction=direction)
+    best, other = (0.1, 0.9) if direction == "minimize" else (0.9, 0.1)
+    for values, times in [({1: other, 2: best}, [10.0, 20.0]), ({1: best}, [10.0])]:
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.PRUNED, params={"lr": 0.1},
+            distributions={"lr": FloatDistribution(0.01, 1.0, log=True)},
+            user_attrs={ATTR.START: 0.0, ATTR.END: times[-1] + 1, ATTR.EPOCH_END_TIMES: times},
+            intermediate_values=values))
+    cfg = load_config("configs/quickstart.yaml", [f"direction={direction}"])
+    (seen,) = [line for line in summary(cfg, study, None, "all trials done")
+               if line.startswith("Best validation_error seen at any")]
+    assert summarize(study)["best_trial"] == 1
+    assert "(trial 1 at epoch 1, PRUNED trial)" in seen, seen

@@ -1,11 +1,18 @@
 """The launcher: ``python -m lightning_hpo.launch CONFIG.yaml``, or :func:`run` from Python.
 
-Modules, one idea each: ``devices`` (slot planning, pure), ``protocol`` (what supervisor and
-workers share), ``study`` (queue, claim and end trials in the storage), ``scheduler`` (which
-segment a free slot trains next: pausing schedules, crash resume), ``worker`` (the long-lived
-trial loop, imports torch), ``supervisor`` (spawn, watch, restart, stop; no torch), ``status``
-(live table and summary), ``folders`` (run folders checked before anything is written),
-``runner`` (:func:`run` and :func:`~lightning_hpo.launch.runner.launch`), ``__main__`` (the CLI).
+Modules, one idea each, from the bottom up (each imports only the ones above it in this list):
+
+* ``config``, ``space``: the config file and the search-space grammar (pure, no torch);
+* ``changes``: what an existing study's config may change (pure);
+* ``search``: what decides, the config's sampler, pruner and pausing schedule;
+* ``study``: create the study once, queue the trial budget, the study locks;
+* ``trials``: a trial's records: claim, owner, pause, segments, end, crash hand-back;
+* ``scheduler``: which segment a free slot trains next (pausing schedules, crash resume);
+* ``devices`` (slot planning, pure), ``protocol`` (what supervisor and workers share),
+  ``folders`` (run folders checked before anything is written);
+* ``worker``: the long-lived trial loop (imports torch); ``supervisor``: spawn, watch,
+  restart, stop (no torch); ``status``: the live table and the summary;
+* ``runner`` (:func:`run` and :func:`~lightning_hpo.launch.runner.launch`), ``__main__`` (the CLI).
 
 Example::
 

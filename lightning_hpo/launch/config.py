@@ -15,6 +15,9 @@ A config is a small YAML file (see ``configs/quickstart.yaml``)::
     sampler: random                     # random | tpe | gp, or {name: tpe, seed: 0}, or
                                         # {class: "package.module:Class", <its args>...}
     pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
+                                        # + mode: stop | promotion (asha, hyperband);
+                                        # prefact, resume (sync_*); finish_best: true
+                                        # (promotion, sync_*): see PrunerSpec
     devices: {per_trial: 1, trials_per_device: 1}
     stop: {n_trials: 20, max_wallclock_time: 600}
     trainer: {logger: tensorboard}      # tensorboard | csv (default: tensorboard if installed)
@@ -72,6 +75,7 @@ __all__ = [
     "StopSpec",
     "apply_overrides",
     "check_against_registry",
+    "default_logger",
     "load_config",
     "parse_config",
     "read_yaml",
@@ -144,10 +148,17 @@ class PrunerSpec:
       ``resume: false`` (the textbook schedule).
     * ``none``: every trial trains ``max_epochs``.
 
+    ``finish_best`` (``mode: promotion`` and ``sync_*`` only; default ``true``): with
+    ``stop.n_trials``, a study whose configurations are all started and where no trial has
+    reached ``max_resource`` trains its best paused trial of the highest rung on to it (16
+    trials on rungs 1, 3, 9, 27 otherwise end with none past 9 epochs: ``floor(1 / 3) = 0``);
+    ``false``: the papers' rules exactly. The wall-clock budget still stops everything.
+
     Example::
 
         pruner: {name: sync_sh, min_resource: 2, max_resource: 10, reduction_factor: 2}
         pruner: {name: asha, mode: promotion, min_resource: 1, max_resource: 27}
+        pruner: {name: hyperband, mode: promotion, max_resource: 27, finish_best: false}
     """
 
     name: Literal["asha", "hyperband", "sync_sh", "sync_hyperband", "none"] = "asha"
@@ -157,6 +168,7 @@ class PrunerSpec:
     mode: Literal["stop", "promotion"] = "stop"
     prefact: int = 1  # sync_sh / sync_hyperband: configurations per round, times eta**K
     resume: bool = True  # sync_sh / sync_hyperband: continue promoted trials from a checkpoint
+    finish_best: bool = True  # pausing schedules: train the best to max_resource (n_trials)
 
     @property
     def pauses(self) -> bool:
@@ -463,14 +475,18 @@ def _pruner(raw: Any) -> PrunerSpec:
     name, args = _named(raw, "pruner", "asha")
     field_choice("pruner.name", name, PRUNERS)
     keys = ["min_resource", "max_resource", "reduction_factor"]
-    keys += {"asha": ["mode"], "hyperband": ["mode"], "sync_sh": ["prefact", "resume"],
-             "sync_hyperband": ["prefact", "resume"]}.get(name, [])
+    keys += {"asha": ["mode", "finish_best"], "hyperband": ["mode", "finish_best"],
+             "sync_sh": ["prefact", "resume", "finish_best"],
+             "sync_hyperband": ["prefact", "resume", "finish_best"]}.get(name, [])
     _check_keys(args, keys, "pruner")
     mode = field_choice("pruner.mode", args.get("mode", "stop"), MODES)
     prefact = field_int("pruner.prefact", args.get("prefact", 1), minimum=1)
-    resume = args.get("resume", True)
-    if not isinstance(resume, bool):
-        raise ConfigError("pruner.resume", f"is {resume!r}, but must be true or false")
+    resume = _pruner_flag(args, "resume")
+    finish_best = _pruner_flag(args, "finish_best")
+    if "finish_best" in args and name in ("asha", "hyperband") and mode != "promotion":
+        raise ConfigError("pruner.finish_best", "applies to pruner mode: promotion (asha or "
+                          f"hyperband), sync_sh and sync_hyperband only; the pruner is {name} "
+                          f"with mode {mode}")
     min_resource = field_int("pruner.min_resource", args.get("min_resource", 1), minimum=1)
     reduction_factor = field_int("pruner.reduction_factor", args.get("reduction_factor", 3),
                                  minimum=2)
@@ -486,16 +502,29 @@ def _pruner(raw: Any) -> PrunerSpec:
         raise ConfigError("pruner.max_resource", f"is required for {name} (epochs, e.g. 27)")
     return PrunerSpec(
         name, min_resource, max_resource, reduction_factor,  # type: ignore[arg-type]
-        mode, prefact or 1, resume,  # type: ignore[arg-type]
+        mode, prefact or 1, resume, finish_best,  # type: ignore[arg-type]
     )
 
 
-def _checkpoint(raw: Any) -> CheckpointSpec:
+def _pruner_flag(args: Mapping[str, Any], key: str) -> bool:
+    """``pruner.<key>``: ``true`` or ``false``, default ``true``."""
+    value = args.get(key, True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"pruner.{key}", f"is {value!r}, but must be true or false")
+    return value
+
+
+def _checkpoint(raw: Any, pruner: PrunerSpec) -> CheckpointSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
     _check_keys(raw, ("every", "max_paused"), "checkpoint")
     every = field_choice("checkpoint.every", raw.get("every", "auto"), CHECKPOINT_POLICIES)
     max_paused = field_int("checkpoint.max_paused", raw.get("max_paused"), minimum=1, optional=True)
+    if max_paused is not None and pruner.mode != "promotion":
+        used = pruner.name + (f" with mode {pruner.mode}" if pruner.name in ("asha", "hyperband")
+                              else "")
+        raise ConfigError("checkpoint.max_paused", "applies to pruner mode: promotion (asha or "
+                          f"hyperband) only; the pruner is {used}")
     return CheckpointSpec(every, max_paused)  # type: ignore[arg-type]
 
 
@@ -597,11 +626,16 @@ def _tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
+def default_logger() -> Literal["tensorboard", "csv"]:
+    """``trainer.logger`` when the config leaves it out: ``tensorboard`` when the package is
+    installed, else ``csv``."""
+    return "tensorboard" if _tensorboard_available() else "csv"
+
+
 def _trainer_logger(value: Any) -> str:
-    """``trainer.logger`` -> ``tensorboard`` or ``csv``; left out: ``tensorboard`` when the
-    package is installed, else ``csv``."""
+    """``trainer.logger`` -> ``tensorboard`` or ``csv``; left out: :func:`default_logger`."""
     if value is None:
-        return "tensorboard" if _tensorboard_available() else "csv"
+        return default_logger()
     name = field_choice("trainer.logger", value, LOGGERS)
     if name == "tensorboard" and not _tensorboard_available():
         raise ConfigError(
@@ -748,43 +782,89 @@ TOP_LEVEL = (
 def parse_config(raw: Mapping[str, Any]) -> Config:
     """Validate a config mapping and fill in defaults. Pure: no I/O, no torch.
 
+    Sections are read in the order of :data:`TOP_LEVEL` (one helper each), so the first
+    offending field is the one reported.
+
     Raises:
         ConfigError: naming the first offending field and what is allowed.
     """
     _check_keys(raw, TOP_LEVEL, "")
-    study = raw.get("study")
-    if not isinstance(study, str) or not _NAME.match(study):
-        raise ConfigError(
-            "study",
-            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
-            "(it names a folder under run_dir)",
-        )
-    storage = _section(raw, "storage", f"runs/{study}.journal")
-    if not isinstance(storage, str) or not storage.strip():
-        raise ConfigError("storage", "must be an Optuna storage URL or a journal file path")
-    run_dir = _section(raw, "run_dir", "runs")
-    if not isinstance(run_dir, str) or not run_dir:
-        raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
+    study = _study(raw.get("study"))
+    storage = _storage(_section(raw, "storage", f"runs/{study}.journal"))
+    run_dir = _run_dir(_section(raw, "run_dir", "runs"))
     model, model_args = _named(raw.get("model"), "model")
     data, data_args = _named(raw.get("data"), "data", "digits")
-    metric = _section(raw, "metric", "validation_error")
-    if not isinstance(metric, str) or not metric:
-        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric")
+    metric = _metric(_section(raw, "metric", "validation_error"))
     direction = field_choice("direction", _section(raw, "direction", "minimize"), DIRECTIONS)
-    space = parse_space(_section(raw, "space", {}))
-    if not any(not isinstance(v, (str, int, float, bool, type(None))) for v in space.values()):
-        raise ConfigError("space", "must search at least one hyperparameter")
-    overlap = sorted(set(space) & (set(model_args) | set(data_args)))
-    if overlap:
-        raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
+    space = _space(_section(raw, "space", {}), fixed={**model_args, **data_args})
     initial = _initial(_section(raw, "initial", []), space)
     sampler, sampler_args, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
     pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
     devices = _devices(_section(raw, "devices", {}))
     stop = _stop(_section(raw, "stop", {}))
     trainer = _trainer(_section(raw, "trainer", {}))
-    max_epochs = trainer.pop("max_epochs", None)
+    trainer_epochs = trainer.pop("max_epochs", None)
     logger = _trainer_logger(trainer.pop("logger", None))
+    pruner, max_epochs = _max_epochs(pruner, trainer_epochs)
+    checkpoint = _checkpoint(_section(raw, "checkpoint", {}), pruner)
+    return Config(
+        study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
+        data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]
+        space=space, initial=initial, sampler=sampler, seed=seed, sampler_args=sampler_args,
+        pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
+        raw=copy.deepcopy(dict(raw)),
+        checkpoint=checkpoint,
+        heartbeat=_heartbeat(raw.get("heartbeat"), storage),
+        logger=logger,  # type: ignore[arg-type]
+    )
+
+
+def _study(study: Any) -> str:
+    """``study``: the study's name, which also names its folder under ``run_dir``."""
+    if not isinstance(study, str) or not _NAME.match(study):
+        raise ConfigError(
+            "study",
+            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
+            "(it names a folder under run_dir)",
+        )
+    return study
+
+
+def _storage(storage: Any) -> str:
+    """``storage``: a journal file path or a storage URL (opened and checked by the launcher)."""
+    if not isinstance(storage, str) or not storage.strip():
+        raise ConfigError("storage", "must be an Optuna storage URL or a journal file path")
+    return storage
+
+
+def _run_dir(run_dir: Any) -> str:
+    if not isinstance(run_dir, str) or not run_dir:
+        raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
+    return run_dir
+
+
+def _metric(metric: Any) -> str:
+    """``metric``: a name; whether the model logs it is :func:`check_against_registry`'s."""
+    if not isinstance(metric, str) or not metric:
+        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric")
+    return metric
+
+
+def _space(raw: Any, fixed: Mapping[str, Any]) -> Space:
+    """``space``: at least one searched hyperparameter, none also ``fixed`` under model/data."""
+    space = parse_space(raw)
+    if not any(not isinstance(v, (str, int, float, bool, type(None))) for v in space.values()):
+        raise ConfigError("space", "must search at least one hyperparameter")
+    overlap = sorted(set(space) & set(fixed))
+    if overlap:
+        raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
+    return space
+
+
+def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerSpec, int]:
+    """The epochs a trial may train: ``pruner.max_resource``, else ``trainer.max_epochs`` (which
+    must agree when both are given); the pruner gets the resolved ``max_resource``."""
+    max_epochs = trainer_epochs
     if pruner.name != "none" and pruner.max_resource is not None:
         if max_epochs is not None and max_epochs != pruner.max_resource:
             raise ConfigError(
@@ -801,22 +881,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         pruner = dataclasses.replace(pruner, max_resource=max_epochs)
     if pruner.min_resource > max_epochs:
         raise ConfigError("pruner.min_resource", f"is above max_epochs ({max_epochs})")
-    checkpoint = _checkpoint(_section(raw, "checkpoint", {}))
-    if checkpoint.max_paused is not None and pruner.mode != "promotion":
-        used = pruner.name + (f" with mode {pruner.mode}" if pruner.name in ("asha", "hyperband")
-                              else "")
-        raise ConfigError("checkpoint.max_paused", "applies to pruner mode: promotion (asha or "
-                          f"hyperband) only; the pruner is {used}")
-    return Config(
-        study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
-        data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]
-        space=space, initial=initial, sampler=sampler, seed=seed, sampler_args=sampler_args,
-        pruner=pruner, devices=devices, stop=stop, trainer=trainer, max_epochs=max_epochs,
-        raw=copy.deepcopy(dict(raw)),
-        checkpoint=checkpoint,
-        heartbeat=_heartbeat(raw.get("heartbeat"), storage),
-        logger=logger,  # type: ignore[arg-type]
-    )
+    return pruner, max_epochs
 
 
 def _range_end(dist: Any, end: int) -> Any:

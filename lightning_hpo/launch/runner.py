@@ -31,6 +31,7 @@ from optuna.trial import TrialState
 from rich.console import Console
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.changes import Changes
 from lightning_hpo.launch.config import (
     Config,
     apply_overrides,
@@ -40,7 +41,7 @@ from lightning_hpo.launch.config import (
     resolve_config,
 )
 from lightning_hpo.launch.folders import prepare_folders, remove_folders
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import StorageSpec, mask
 
 __all__ = ["Outcome", "launch", "run"]
@@ -99,7 +100,11 @@ def launch(
 ) -> Outcome:
     """Check everything, then create or resume the study and run it to its budget.
 
-    With ``check`` it prints the plan and writes nothing.
+    With ``check`` it prints the plan and writes nothing (an existing study's config is
+    compared as a run would, on a journal file or a gRPC proxy: :func:`_changes_to_check`).
+    Resuming, it says in one line what the config changes that the study goes on with
+    (:meth:`~lightning_hpo.launch.changes.Changes.line`); a change it cannot go on with is a
+    ``ConfigError`` before anything is written.
 
     Raises:
         ConfigError: bad input (config, registry, devices, storage, folders), naming the field.
@@ -120,11 +125,15 @@ def launch(
     found = spec.check(replay=check)
     made = prepare_folders(cfg, write=not check)
     if check:
+        changes = _changes_to_check(cfg, spec, found)
         source = f"; config file {config_file}" if config_file is not None else ""
         console.print(f"config OK: study '{cfg.study}' on {mask(cfg.storage)} ({found}); "
                       f"run folder {cfg.study_dir}; {plan}{source}")
+        if changes is not None and changes.line() is not None:
+            console.print(changes.line())
         return Outcome(None, "checked")
-    from lightning_hpo.launch.study import open_study, recover_stale_trials, study_lock
+    from lightning_hpo.launch.study import config_changes, open_study, study_lock
+    from lightning_hpo.launch.trials import recover_stale_trials
 
     try:
         storage = spec.open()
@@ -138,14 +147,16 @@ def launch(
     with study_lock(cfg, storage, "schedule"):
         stale = recover_stale_trials(study, cfg)
     trials = study.get_trials(deepcopy=False)
-    paused = sum(t.state == TrialState.RUNNING and isinstance(t.user_attrs.get(ATTR.PAUSED), dict)
-                 for t in trials)
+    paused = sum(is_paused(t) for t in trials)
     done = sum(t.state != TrialState.WAITING for t in trials)
     if mode != "quiet":
         console.print(
             f"{'Created' if created else 'Resuming'} study '{cfg.study}' on {mask(cfg.storage)}"
             f" ({done} trials so far{_resume_words(stale, paused)}); {plan}"
         )
+        changed = None if created else config_changes(study, cfg).line()
+        if changed is not None:  # what the study goes on with (a refused change never gets here)
+            console.print(changed)
     display = Display(cfg, mode, console)
     sup = Supervisor(cfg, study, slots, kind, n_cores=len(os.sched_getaffinity(0)),
                      on_change=display.update)
@@ -155,6 +166,22 @@ def launch(
     for line in summary(cfg, study, sup, why):
         console.print(line)
     return Outcome(study, why)
+
+
+def _changes_to_check(cfg: Config, spec: StorageSpec, found: str) -> Changes | None:
+    """``--check`` of an existing study: what the config changes in the study's stored config
+    (raises the refusal the run would raise); None where there is no study or it is not read.
+
+    Read on a journal file (replayed by ``spec.check`` anyway) and through a gRPC proxy, whose
+    calls only read. Not on an SQL database: Optuna's ``RDBStorage`` creates its tables in a
+    database that has none, and ``--check`` writes nothing; there the run compares, before it
+    writes anything.
+    """
+    if spec.kind not in ("journal", "grpc") or found.startswith("new "):
+        return None
+    from lightning_hpo.launch.study import existing_changes
+
+    return existing_changes(cfg, spec.open(create=False))
 
 
 def _resume_words(stale: dict[int, str], paused: int) -> str:

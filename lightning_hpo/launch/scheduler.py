@@ -8,9 +8,9 @@ PostgreSQL, a file lock beside a journal file or SQLite database), so that every
 launcher on the study shares one schedule. All the scheduler's state is in the study:
 
 * a trial that waits between two training segments stays RUNNING in Optuna's terms (WAITING
-  would make any ``ask()`` hand it out as new) with :data:`ATTR.PAUSED
-  <lightning_hpo.schema.ATTR>` set: at which epoch, with which checkpoint, and whether it must
-  still reach an epoch (``target``: it was interrupted) or waits at a rung for a decision;
+  would make any ``ask()`` hand it out as new) with a :class:`~lightning_hpo.schema.Pause`: at
+  which epoch, with which checkpoint, and whether it must still reach an epoch (``target``: it
+  was interrupted) or waits at a rung for a decision;
 * the synchronous schedules' round of each trial is :data:`ATTR.ROUND <lightning_hpo.schema.ATTR>`,
   promotion-type Hyperband's bracket is :data:`~lightning_hpo.schema.BRACKET_ATTR`;
 * the values at rungs are the trials' intermediate values (one per epoch).
@@ -18,15 +18,17 @@ launcher on the study shares one schedule. All the scheduler's state is in the s
 A launcher killed with ``kill -9`` and run again therefore continues the round and resumes the
 paused trials; two launchers on one PostgreSQL study share one synchronous round.
 
-Crash resume (:func:`crashed`): a trial whose worker died goes back to the scheduler as an
-interrupted trial, resumed from its last checkpoint (:data:`ATTR.RESUME_POINT
-<lightning_hpo.schema.ATTR>`) on the next free slot, ``stop.max_retries`` times; then it ends FAIL
-with every attempt's reason.
+Crash resume (:func:`~lightning_hpo.launch.trials.crashed`): a trial whose worker died goes back
+to the scheduler as an interrupted trial, resumed from its last checkpoint (its
+:class:`~lightning_hpo.schema.ResumePoint`) on the next free slot, ``stop.max_retries`` times;
+then it ends FAIL with every attempt's reason. The records the scheduler writes (owner, pause,
+end) go through :mod:`lightning_hpo.launch.trials`; the schedule itself is built beside the
+pruner (:func:`lightning_hpo.launch.search.build_schedule`).
 
 Example::
 
     scheduler = Scheduler(study, cfg)
-    job = scheduler.next(owner="host:4242:1")
+    job = scheduler.next(owner=Owner("host", 4242, 1))
     if isinstance(job, Assignment):      # train job.trial to job.to_epoch from job.checkpoint
         ...
         scheduler.pause(job.trial.number, epoch=job.to_epoch, checkpoint=path, why="rung 2")
@@ -34,80 +36,35 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo import schedules
-from lightning_hpo._optuna import (
-    backend_of,
-    live_trial,
-    stale_trial_ids,
-    storage_of,
-    trial_id_of,
-)
+from lightning_hpo._optuna import backend_of, live_trial, stale_trial_ids, storage_of, trial_id_of
 from lightning_hpo.launch.config import Config
-from lightning_hpo.launch.study import claim_trial, end_trial, study_lock
-from lightning_hpo.schema import ATTR, BRACKET_ATTR
+from lightning_hpo.launch.search import build_schedule
+from lightning_hpo.launch.study import study_lock
+from lightning_hpo.launch.trials import (
+    assign,
+    claim_trial,
+    crashed,
+    end_paused,
+    pause,
+    unpause,
+)
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner, Pause, as_count, is_paused
 
-__all__ = [
-    "Assignment",
-    "Scheduler",
-    "build_schedule",
-    "close_segment",
-    "close_segment_of",
-    "crashed",
-    "hand_back_owned",
-    "interrupt",
-    "is_paused",
-    "open_segment",
-    "owner_of",
-    "trial_view",
-]
+__all__ = ["WAIT_SECONDS", "Assignment", "Scheduler", "trial_view"]
 
 _logger = logging.getLogger(__name__)
 
 #: Seconds a worker waits before asking again when the schedule says "wait".
 WAIT_SECONDS = 0.5
-
-
-def build_schedule(cfg: Config) -> schedules.Schedule:
-    """The config's schedule: a pausing one for ``sync_*`` and ``mode: promotion``, else
-    :class:`~lightning_hpo.schedules.StopSchedule` (the pruner stops trials; only interrupted
-    trials are resumed)."""
-    p = cfg.pruner
-    minimize = cfg.direction == "minimize"
-    top = p.max_resource or cfg.max_epochs
-    if p.name == "sync_sh":
-        return schedules.SyncSuccessiveHalving(
-            p.min_resource, top, p.reduction_factor, p.prefact, p.resume, minimize=minimize
-        )
-    if p.name == "sync_hyperband":
-        return schedules.SyncHyperband(
-            p.min_resource, top, p.reduction_factor, p.prefact, p.resume, minimize=minimize
-        )
-    if p.mode == "promotion" and p.name == "asha":
-        return schedules.PromotionASHA(p.min_resource, top, p.reduction_factor, minimize=minimize,
-                                       max_paused=cfg.checkpoint.max_paused)
-    if p.mode == "promotion" and p.name == "hyperband":
-        return schedules.PromotionHyperband(
-            p.min_resource, top, p.reduction_factor, minimize=minimize, study_name=cfg.study,
-            max_paused=cfg.checkpoint.max_paused,
-        )
-    return schedules.StopSchedule(cfg.max_epochs)
-
-
-def is_paused(trial: FrozenTrial) -> bool:
-    """True for a RUNNING trial that waits between segments (:data:`ATTR.PAUSED`)."""
-    return trial.state == TrialState.RUNNING and isinstance(trial.user_attrs.get(ATTR.PAUSED), dict)
-
 
 _STATES: dict[TrialState, schedules.State] = {
     TrialState.WAITING: "waiting", TrialState.RUNNING: "running",
@@ -115,26 +72,31 @@ _STATES: dict[TrialState, schedules.State] = {
 }
 
 
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def trial_view(trial: FrozenTrial) -> schedules.TrialView:
-    """What the pure schedules see of a trial."""
+    """What the pure schedules see of a trial.
+
+    Example::
+
+        >>> from optuna.trial import create_trial
+        >>> trial = create_trial(state=TrialState.RUNNING, intermediate_values={1: 0.5},
+        ...                      user_attrs={ATTR.PAUSED: {"epoch": 1, "target": None}})
+        >>> trial.number = 0
+        >>> trial_view(trial)
+        TrialView(number=0, state='paused', epoch=1, values={1: 0.5}, group=None, target=None)
+    """
     attrs = trial.user_attrs
-    paused = attrs.get(ATTR.PAUSED) if trial.state == TrialState.RUNNING else None
-    values = {step: value for step, value in trial.intermediate_values.items()}
-    group = _int_or_none(attrs.get(ATTR.ROUND))
+    values = dict(trial.intermediate_values)
+    group = as_count(attrs.get(ATTR.ROUND))
     if group is None:
-        group = _int_or_none(trial.system_attrs.get(BRACKET_ATTR))
-    if isinstance(paused, dict):
+        group = as_count(trial.system_attrs.get(BRACKET_ATTR))
+    paused = Pause.of(trial)
+    if paused is not None:
         return schedules.TrialView(
-            trial.number, "paused", _int_or_none(paused.get("epoch")) or 0, values, group,
-            _int_or_none(paused.get("target")),
+            trial.number, "paused", paused.epoch or 0, values, group, paused.target or None,
         )
     return schedules.TrialView(
         trial.number, _STATES[trial.state], max(values, default=0), values, group,
-        _int_or_none(attrs.get(ATTR.TARGET)) if trial.state == TrialState.RUNNING else None,
+        as_count(attrs.get(ATTR.TARGET)) or None if trial.state == TrialState.RUNNING else None,
     )
 
 
@@ -143,14 +105,14 @@ class Assignment:
     """A segment for a worker: train ``trial`` until ``to_epoch`` epochs are done.
 
     ``checkpoint`` is the file to resume from (None: from scratch); ``from_epoch`` the epochs in
-    it; ``owner`` the token the worker holds for this segment (:data:`ATTR.OWNER`).
+    it; ``owner`` the worker that holds this segment.
     """
 
     trial: optuna.Trial
     to_epoch: int
     checkpoint: str | None
     from_epoch: int
-    owner: str
+    owner: Owner
     resumed: bool
 
 
@@ -168,7 +130,7 @@ class Scheduler:
         self.schedule = build_schedule(cfg)
         self._storage = storage_of(study)
 
-    def next(self, owner: str) -> Assignment | Literal["wait"] | None:
+    def next(self, owner: Owner) -> Assignment | Literal["wait"] | None:
         """The next segment for a free slot; ``"wait"`` (ask again in a moment) or None (no
         work left for this study)."""
         fast = not self.cfg.pruner.pauses and self.cfg.heartbeat is None
@@ -185,7 +147,7 @@ class Scheduler:
                 next_number=_next_number(trials),
             )
             for number in decision.prune:
-                self._prune(trials[number], decision.reasons.get(number, "not promoted"))
+                end_paused(self.study, trials[number], decision.reasons.get(number, "not promoted"))
             job = decision.job
             if job.kind == "wait":
                 return "wait"
@@ -217,18 +179,15 @@ class Scheduler:
         running = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
         return any(is_paused(t) for t in running)
 
-    def _claim(self) -> optuna.Trial | None:
-        return claim_trial(self.study, self.cfg)
-
-    def _start_plain(self, owner: str) -> Assignment | None:
-        trial = self._claim()
+    def _start_plain(self, owner: Owner) -> Assignment | None:
+        trial = claim_trial(self.study, self.cfg)
         if trial is None:
             return None
         self._mark(trial, self.cfg.max_epochs, owner)
         return Assignment(trial, self.cfg.max_epochs, None, 0, owner, resumed=False)
 
-    def _start(self, to_epoch: int, group: int | None, owner: str) -> Assignment | None:
-        trial = self._claim()
+    def _start(self, to_epoch: int, group: int | None, owner: Owner) -> Assignment | None:
+        trial = claim_trial(self.study, self.cfg)
         if trial is None:
             return None
         self._mark(trial, to_epoch, owner)
@@ -240,63 +199,33 @@ class Scheduler:
         return Assignment(trial, to_epoch, None, 0, owner, resumed=False)
 
     def _resume(
-        self, frozen: FrozenTrial, to_epoch: int, from_scratch: bool, owner: str
+        self, frozen: FrozenTrial, to_epoch: int, from_scratch: bool, owner: Owner
     ) -> Assignment:
-        paused = frozen.user_attrs.get(ATTR.PAUSED) or {}
-        checkpoint = None if from_scratch else paused.get("checkpoint")
+        paused = Pause.of(frozen) or Pause()
+        checkpoint = None if from_scratch else paused.checkpoint
         if checkpoint is not None and not Path(checkpoint).is_file():
             _logger.warning("trial %d: checkpoint %s is gone; it retrains from scratch",
                             frozen.number, checkpoint)
             checkpoint = None
-        from_epoch = int(paused.get("epoch") or 0) if checkpoint is not None else 0
+        from_epoch = (paused.epoch or 0) if checkpoint is not None else 0
         trial = live_trial(self.study, frozen.number)
         self._mark(trial, to_epoch, owner)  # the new owner before it is no longer paused
-        trial.set_user_attr(ATTR.PAUSED, None)
+        unpause(trial)
         return Assignment(trial, to_epoch, checkpoint, from_epoch, owner, resumed=True)
 
-    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: str) -> None:
-        # The owner first: from the claim on, a worker that dies is known by it (owner_of).
-        trial.set_user_attr(ATTR.OWNER, owner)
-        trial.set_user_attr(ATTR.TARGET, to_epoch)
+    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: Owner) -> None:
+        assign(trial, owner, to_epoch)
         if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
             # pause: beat now, or another launcher takes it for lost before its worker's first
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]
-
-    def _prune(self, frozen: FrozenTrial, reason: str) -> None:
-        """End a paused trial that can no longer be promoted, and delete its checkpoint.
-
-        The schedule decided, not the study's budget: like the pruner, it records the epoch the
-        trial stopped at (``pruned_at_epoch``), which reports and the status read that way.
-        """
-        paused = frozen.user_attrs.get(ATTR.PAUSED) or {}
-        storage, trial_id = storage_of(self.study), trial_id_of(frozen)
-        if isinstance(paused.get("epoch"), int):
-            storage.set_trial_user_attr(trial_id, ATTR.PRUNED_AT_EPOCH, paused["epoch"])
-        storage.set_trial_user_attr(trial_id, ATTR.PAUSED, None)
-        if end_trial(self.study, frozen.number, TrialState.PRUNED, reason=reason):
-            _remove(paused.get("checkpoint"))
-            resume_point = frozen.user_attrs.get(ATTR.RESUME_POINT)
-            if isinstance(resume_point, dict):
-                _remove(resume_point.get("checkpoint"))
 
     def pause(
         self, number: int, *, epoch: int, checkpoint: str | None, why: str,
         target: int | None = None,
     ) -> None:
-        """Pause trial ``number`` with ``epoch`` epochs in ``checkpoint`` (see :func:`_pause`)."""
-        _pause(self.study, number, epoch=epoch, checkpoint=checkpoint, why=why, target=target)
-
-
-def _pause(
-    study: optuna.Study, number: int, *, epoch: int, checkpoint: str | None, why: str,
-    target: int | None,
-) -> None:
-    """Mark trial ``number`` paused: at a rung (``target`` None) or interrupted before
-    ``target`` epochs; it stays RUNNING."""
-    frozen = study.get_trials(deepcopy=False)[number]
-    value = {"epoch": epoch, "checkpoint": checkpoint, "since": time.time(), "target": target,
-             "why": why}
-    storage_of(study).set_trial_user_attr(trial_id_of(frozen), ATTR.PAUSED, value)
+        """Pause trial ``number`` with ``epoch`` epochs in ``checkpoint``
+        (:func:`~lightning_hpo.launch.trials.pause`)."""
+        pause(self.study, number, epoch=epoch, checkpoint=checkpoint, why=why, target=target)
 
 
 def _next_number(trials: list[FrozenTrial]) -> int:
@@ -304,185 +233,3 @@ def _next_number(trials: list[FrozenTrial]) -> int:
         if trial.state == TrialState.WAITING:
             return trial.number
     return len(trials)
-
-
-def _remove(path: object) -> None:
-    if isinstance(path, str):
-        with contextlib.suppress(OSError):
-            os.remove(path)
-
-
-def _resume_point(frozen: FrozenTrial) -> tuple[int, str | None]:
-    point = frozen.user_attrs.get(ATTR.RESUME_POINT)
-    path = point.get("checkpoint") if isinstance(point, dict) else None
-    if isinstance(point, dict) and isinstance(path, str) and Path(path).is_file():
-        return int(point.get("epoch") or 0), path
-    return 0, None
-
-
-def interrupt(study: optuna.Study, number: int, why: str, max_epochs: int) -> bool:
-    """Pause a trial stopped from outside (the budget, Ctrl-C, a worker that had to be killed)
-    at its last checkpoint, so the next run resumes it. Returns False when it had ended or was
-    paused already."""
-    frozen = study.get_trials(deepcopy=False)[number]
-    if frozen.state != TrialState.RUNNING or is_paused(frozen):
-        return False
-    epoch, checkpoint = _resume_point(frozen)
-    target = _int_or_none(frozen.user_attrs.get(ATTR.TARGET)) or max_epochs
-    _pause(study, number, epoch=epoch, checkpoint=checkpoint, why=why, target=target)
-    return True
-
-
-def crashed(
-    study: optuna.Study, number: int, reason: str, cfg: Config, owner: str | None = None
-) -> Literal["resumable", "failed", "ended"]:
-    """A trial whose worker died: paused for resume from its last checkpoint while
-    ``stop.max_retries`` allows, else ended FAIL with every attempt's reason.
-
-    ``owner``: the dead worker's token (:data:`ATTR.OWNER`); when the trial holds another one
-    now, another worker has taken it meanwhile and it is left alone.
-
-    Returns ``"resumable"``, ``"failed"``, or ``"ended"`` when it had finished, was paused or
-    has another owner.
-    """
-    frozen = study.get_trials(deepcopy=False)[number]
-    if frozen.state != TrialState.RUNNING or is_paused(frozen):
-        return "ended"
-    if owner is not None and frozen.user_attrs.get(ATTR.OWNER) != owner:
-        return "ended"
-    lost = _lost_segment(frozen)
-    if lost is not None:  # its launcher died with it, unseen: close it from the study's records
-        close_segment_of(study, number, lost, only_open=True)
-        frozen = study.get_trials(deepcopy=False)[number]
-    attempts = [str(a) for a in frozen.user_attrs.get(ATTR.ATTEMPTS) or []] + [reason]
-    storage = storage_of(study)
-    storage.set_trial_user_attr(trial_id_of(frozen), ATTR.ATTEMPTS, attempts)
-    if len(attempts) > cfg.stop.max_retries:
-        why = reason if len(attempts) == 1 else (
-            f"{len(attempts)} attempts failed: " + "; ".join(
-                f"{i}) {a}" for i, a in enumerate(attempts, 1)
-            )
-        )
-        end_trial(study, number, TrialState.FAIL, reason=why)
-        return "failed"
-    epoch, checkpoint = _resume_point(frozen)
-    target = _int_or_none(frozen.user_attrs.get(ATTR.TARGET)) or cfg.max_epochs
-    _pause(study, number, epoch=epoch, checkpoint=checkpoint, target=target,
-           why=f"{reason}; resumed from epoch {epoch} (retry {len(attempts)} of "
-               f"{cfg.stop.max_retries})")
-    return "resumable"
-
-
-def owner_of(trial: FrozenTrial) -> tuple[str, int] | None:
-    """``(host, worker pid)`` of the worker that holds a RUNNING trial's segment, from its
-    :data:`ATTR.OWNER` token ``"host:pid:n"`` (written first, right after the claim); None
-    when it has no such token.
-
-    Example::
-
-        >>> from optuna.trial import create_trial
-        >>> owner_of(create_trial(state=TrialState.RUNNING, user_attrs={ATTR.OWNER: "vm:42:3"}))
-        ('vm', 42)
-    """
-    token = trial.user_attrs.get(ATTR.OWNER)
-    parts = token.rsplit(":", 2) if isinstance(token, str) else []
-    if len(parts) != 3 or not parts[1].isdigit():
-        return None
-    return parts[0], int(parts[1])
-
-
-def hand_back_owned(
-    study: optuna.Study, cfg: Config, host: str, pid: int, reason: str
-) -> dict[int, str]:
-    """Hand back (:func:`crashed`) every RUNNING trial, not paused, whose segment the dead
-    worker ``pid`` on ``host`` held: also one it claimed but died before telling anyone of.
-    Returns ``{number: "resumable" | "failed"}``."""
-    outcome: dict[int, str] = {}
-    for frozen in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if is_paused(frozen) or owner_of(frozen) != (host, pid):
-            continue
-        result = crashed(study, frozen.number, reason, cfg,
-                         owner=frozen.user_attrs.get(ATTR.OWNER))
-        if result != "ended":
-            outcome[frozen.number] = result
-    return outcome
-
-
-def open_segment(trial: Any, segment: dict[str, Any]) -> None:
-    """List a segment that starts now on a live trial's :data:`ATTR.SEGMENTS` (``end`` None)."""
-    segments = list(trial.user_attrs.get(ATTR.SEGMENTS) or [])
-    trial.set_user_attr(ATTR.SEGMENTS, [*segments, segment])
-
-
-def close_segment(trial: Any, segment: dict[str, Any]) -> None:
-    """Record a live trial's segment as ended: it replaces the open entry it listed."""
-    segments = list(trial.user_attrs.get(ATTR.SEGMENTS) or [])
-    trial.set_user_attr(ATTR.SEGMENTS, _closed(segments, segment))
-
-
-def close_segment_of(
-    study: optuna.Study, number: int, segment: dict[str, Any], *, only_open: bool = False
-) -> None:
-    """Record the segment of trial ``number`` whose worker died or was killed as ended (it
-    replaces the open entry; ``only_open``: nothing is written when there is none), and count
-    the epochs it reported (``segment["to_epoch"] - segment["from_epoch"]``) as trained."""
-    frozen = study.get_trials(deepcopy=False)[number]
-    if frozen.state == TrialState.RUNNING:
-        segments = list(frozen.user_attrs.get(ATTR.SEGMENTS) or [])
-        if only_open and not (segments and isinstance(segments[-1], dict)
-                              and segments[-1].get("end") is None):
-            return
-        storage, trial_id = storage_of(study), trial_id_of(frozen)
-        storage.set_trial_user_attr(trial_id, ATTR.SEGMENTS, _closed(segments, segment))
-        trained = max(0, int(segment["to_epoch"]) - int(segment["from_epoch"]))
-        if trained:
-            before = _int_or_none(frozen.user_attrs.get(ATTR.EPOCHS_TRAINED)) or 0
-            storage.set_trial_user_attr(trial_id, ATTR.EPOCHS_TRAINED, before + trained)
-
-
-def _lost_segment(frozen: FrozenTrial) -> dict[str, Any] | None:
-    """The trial's open last segment closed as ``"crashed"`` from what the study recorded, or
-    None when it has none open.
-
-    Its worker wrote an end time per epoch (:data:`ATTR.EPOCH_END_TIMES`): the segment reached
-    the last epoch that ended after it started, and ended then; without one, it trained
-    nothing. (A retrain from scratch keeps the first end times of the epochs it trains again:
-    a segment lost before it passed them counts none of them.)
-
-    Example::
-
-        >>> from optuna.trial import create_trial
-        >>> trial = create_trial(state=TrialState.RUNNING, user_attrs={
-        ...     ATTR.SEGMENTS: [{"start": 10.0, "end": None, "from_epoch": 2, "to_epoch": None}],
-        ...     ATTR.EPOCH_END_TIMES: [4.0, 8.0, 12.0, 14.0]})
-        >>> segment = _lost_segment(trial)
-        >>> segment["from_epoch"], segment["to_epoch"], segment["end"], segment["how"]
-        (2, 4, 14.0, 'crashed')
-    """
-    segments = frozen.user_attrs.get(ATTR.SEGMENTS) or []
-    last = segments[-1] if segments else None
-    if not isinstance(last, dict) or last.get("end") is not None:
-        return None
-    start = last.get("start")
-    from_epoch = _int_or_none(last.get("from_epoch")) or 0
-    times = frozen.user_attrs.get(ATTR.EPOCH_END_TIMES) or []
-    after = [epoch for epoch, end in enumerate(times, 1)
-             if isinstance(end, int | float) and isinstance(start, int | float) and end >= start]
-    to_epoch = max([from_epoch, *after])
-    end = times[max(after) - 1] if after else start
-    return {**last, "end": end, "to_epoch": to_epoch, "how": "crashed"}
-
-
-def _closed(segments: list[Any], segment: dict[str, Any]) -> list[Any]:
-    """``segments`` with its open last entry (if any) replaced by ``segment``.
-
-    Example::
-
-        >>> _closed([{"end": 2.0}, {"end": None}], {"end": 5.0})
-        [{'end': 2.0}, {'end': 5.0}]
-        >>> _closed([{"end": 2.0}], {"end": 5.0})
-        [{'end': 2.0}, {'end': 5.0}]
-    """
-    if segments and isinstance(segments[-1], dict) and segments[-1].get("end") is None:
-        segments = segments[:-1]
-    return [*segments, segment]

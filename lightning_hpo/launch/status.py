@@ -27,9 +27,9 @@ from rich.table import Table
 from rich.text import Text
 
 from lightning_hpo.launch.config import Config
-from lightning_hpo.launch.scheduler import is_paused
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
-from lightning_hpo.schema import ATTR
+from lightning_hpo.report.snapshot import StudySnapshot, TrialRecord
+from lightning_hpo.schema import ATTR, is_paused
 from lightning_hpo.storage import StorageSpec, mask
 
 __all__ = ["Display", "summary"]
@@ -74,16 +74,6 @@ def _finished(row: TrialRow) -> bool:
 def _took(row: TrialRow) -> float:
     """Seconds of the row's segment: to its end, its pause, or now."""
     return (row.ended or time.time()) - row.started  # a paused row's ended: its pause
-
-
-def _budget_stopped(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether the study's budget stopped a PRUNED trial (not the pruner at an epoch, nor a
-    schedule that did not promote it from the rung it waited at)."""
-    attrs = trial.user_attrs
-    pause = attrs.get(ATTR.PAUSED)
-    decided = isinstance(attrs.get(ATTR.PRUNED_AT_EPOCH), int) or (
-        isinstance(pause, dict) and pause.get("target") is None)
-    return trial.state == TrialState.PRUNED and bool(attrs.get(ATTR.STOP_REASON)) and not decided
 
 
 def _best(rows: dict[int, TrialRow], direction: str) -> TrialRow | None:
@@ -194,18 +184,15 @@ class Display:
         return Group(head, progress, table)
 
 
-def _best_seen(
-    trials: list[optuna.trial.FrozenTrial], direction: str
-) -> tuple[float, optuna.trial.FrozenTrial, int] | None:
-    """The best finite value any trial reported at any epoch, whatever its state, with the
-    trial and the epoch (a trial the budget stopped has no final value, only these)."""
-    better = (lambda a, b: a < b) if direction == "minimize" else (lambda a, b: a > b)
-    best: tuple[float, optuna.trial.FrozenTrial, int] | None = None
-    for trial in trials:
-        for epoch, value in trial.intermediate_values.items():
-            if math.isfinite(value) and (best is None or better(value, best[0])):
-                best = (value, trial, epoch)
-    return best
+def _best_seen(snap: StudySnapshot) -> tuple[TrialRecord, float, int | None] | None:
+    """The best value any trial reported at any epoch, whatever its state, with the trial and
+    the epoch: the report's first ranked trial (:attr:`StudySnapshot.ranked`), so that the
+    summary and ``python -m lightning_hpo.report`` name the same trial, ties included."""
+    if not snap.ranked:
+        return None
+    record = snap.ranked[0]
+    found = record.best(snap.info)
+    return None if found is None else (record, found[0], found[1])
 
 
 def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) -> list[str]:
@@ -252,22 +239,19 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
             lines.append(f"Best checkpoint: {best.user_attrs[ATTR.CHECKPOINT]}")
     else:
         lines.append("No trial completed yet.")
-    seen = _best_seen(trials, cfg.direction)
-    if seen is not None and (
-        best_value is None
-        or (seen[0] < best_value if cfg.direction == "minimize" else seen[0] > best_value)
-    ):
-        value, trial, epoch = seen
-        if _budget_stopped(trial):
-            whose = "stopped by the study's budget"
-        else:
-            whose = f"{'PAUSED' if is_paused(trial) else trial.state.name} trial"
+    snap = StudySnapshot.read(study)
+    seen = _best_seen(snap)
+    if seen is not None and (best_value is None or (
+            seen[1] != best_value and snap.info.better(seen[1], best_value))):
+        record, value, epoch = seen
+        whose = ("stopped by the study's budget" if record.stopped_by == "budget"
+                 else f"{record.status} trial")
         lines.append(
-            f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {trial.number} at epoch "
-            f"{epoch}, {whose}) with {trial.params}"
+            f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {record.number} at epoch "
+            f"{epoch}, {whose}) with {record.params}"
         )
-        if trial.user_attrs.get(ATTR.CHECKPOINT):
-            lines.append(f"Its best checkpoint: {trial.user_attrs[ATTR.CHECKPOINT]}")
+        if record.attrs.get(ATTR.CHECKPOINT):
+            lines.append(f"Its best checkpoint: {record.attrs[ATTR.CHECKPOINT]}")
     lines += [
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "

@@ -8,7 +8,7 @@ Workers report on a pipe, one JSON event a line; the supervisor turns those into
 live status and notices when a worker dies:
 
 * a worker that exits non-zero or is killed hands its running trial back to the scheduler
-  (:func:`~lightning_hpo.launch.scheduler.crashed`): the next free slot resumes it from its last
+  (:func:`~lightning_hpo.launch.trials.crashed`): the next free slot resumes it from its last
   checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason
   (``worker for slot 1 (pid 4242) was killed by SIGKILL``); the slot is started again;
 * the study's own budget (``stop.max_wallclock_time``, ``stop.max_failed_trials``) sends every
@@ -52,8 +52,8 @@ from lightning_hpo.launch.protocol import (
     StopOrder,
     WorkerSpec,
 )
-from lightning_hpo.launch.scheduler import close_segment_of, crashed, hand_back_owned, interrupt
-from lightning_hpo.schema import ATTR, device_label
+from lightning_hpo.launch.trials import close_segment_of, crashed, hand_back_owned, interrupt
+from lightning_hpo.schema import ATTR, Segment, device_label, is_paused
 
 __all__ = ["Supervisor", "TrialRow"]
 
@@ -361,11 +361,8 @@ class Supervisor:
         assert number is not None
         row = self.rows.get(number)
         if row is not None:
-            close_segment_of(self.study, number, {
-                "slot": worker.slot.index, "device": row.device, "start": row.started,
-                "end": time.time(), "from_epoch": row.from_epoch, "to_epoch": row.epochs,
-                "how": "crashed",
-            })
+            close_segment_of(self.study, number, self._segment_of(row, worker.slot.index,
+                                                                  "crashed"))
         outcome = crashed(self.study, number, reason, self.cfg)
         if outcome == "failed":
             self._failed += 1
@@ -381,11 +378,8 @@ class Supervisor:
             f"interrupted: {why}" + (f" ({detail})" if detail else ""))
         row = self.rows.get(number)
         if row is not None:  # a worker killed after the grace left its segment open
-            close_segment_of(self.study, number, {
-                "slot": row.slot, "device": row.device, "start": row.started,
-                "end": time.time(), "from_epoch": row.from_epoch, "to_epoch": row.epochs,
-                "how": "interrupted",
-            }, only_open=True)
+            close_segment_of(self.study, number, self._segment_of(row, row.slot, "interrupted"),
+                             only_open=True)
         paused = interrupt(self.study, number, why, self.cfg.max_epochs)
         if paused and row is not None and row.ended is None:
             row.state, row.reason, row.ended = "PAUSED", why, time.time()
@@ -458,10 +452,14 @@ class Supervisor:
         """Any trial this launcher's workers left RUNNING is ended with the reason."""
         mine = os.getpid()
         for trial in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine and not isinstance(
-                trial.user_attrs.get(ATTR.PAUSED), dict
-            ):
+            if trial.user_attrs.get(ATTR.LAUNCHER_PID) == mine and not is_paused(trial):
                 self._end_unfinished(trial.number)
+
+    @staticmethod
+    def _segment_of(row: TrialRow, slot: int, how: str) -> Segment:
+        """The segment a trial's row saw, ended now (its worker died or was stopped)."""
+        return Segment(row.started, time.time(), slot=slot, device=row.device,
+                       from_epoch=row.from_epoch, to_epoch=row.epochs, how=how)
 
     # -- what the display reads --------------------------------------------------------------
     @property

@@ -43,6 +43,7 @@ import signal
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import lightning as L
@@ -74,17 +75,18 @@ from lightning_hpo.launch.protocol import (
     WorkerSpec,
     read_stop_orders,
 )
-from lightning_hpo.launch.scheduler import (
-    WAIT_SECONDS,
-    Assignment,
-    Scheduler,
-    close_segment,
-    open_segment,
-)
+from lightning_hpo.launch.scheduler import WAIT_SECONDS, Assignment, Scheduler
 from lightning_hpo.launch.space import suggest
-from lightning_hpo.launch.study import end_trial, open_study
+from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.trials import (
+    close_segment,
+    end_trial,
+    open_segment,
+    record_resume_point,
+    remove_resume_checkpoint,
+)
 from lightning_hpo.models import build_model
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, Owner, Segment
 from lightning_hpo.storage import open_storage
 from lightning_hpo.tensor_data import TensorDataModule
 
@@ -146,7 +148,7 @@ class _Progress(L.Callback):
     def saved(self, epoch: int, path: str) -> None:
         """A resume checkpoint was written (rank 0): the study learns where to resume from."""
         if self._live is not None:
-            self._live.set_user_attr(ATTR.RESUME_POINT, {"epoch": epoch, "checkpoint": path})
+            record_resume_point(self._live, epoch, path)
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
@@ -243,7 +245,7 @@ class _CheckpointIO(TorchCheckpointIO):
 
 
 @dataclasses.dataclass(frozen=True)
-class Segment:
+class FitRange:
     """What one ``fit`` trains: until ``to_epoch`` epochs are done (``None``: ``max_epochs``),
     from ``checkpoint`` (``None``: from scratch)."""
 
@@ -252,7 +254,7 @@ class Segment:
 
 
 def train(
-    trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress, segment: Segment = Segment()
+    trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress, segment: FitRange = FitRange()
 ) -> tuple[float, str | None]:
     """Train one segment of a trial on this slot; every DDP rank runs it.
 
@@ -268,18 +270,8 @@ def train(
     """
     params = progress.params = suggest(trial, cfg.space)
     if hasattr(trial, "share"):  # a DDP slot: the other ranks train the same segment
-        segment = Segment(**share_segment(trial, dataclasses.asdict(segment)))
-    data_names = datamodule_hyperparameters(cfg.data)
-    model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
-    data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
-    cores = _CoreShare(spec.threads)
-    if "num_workers" in data_names:  # the slot's share of the cores bounds its loader
-        asked = data_kwargs.get("num_workers", data_names["num_workers"])
-        if isinstance(asked, int) and not isinstance(asked, bool):
-            data_kwargs["num_workers"] = split_cores(spec.threads, asked)[1]
-            if data_kwargs["num_workers"] < asked:
-                _logger.info("data.num_workers %d -> %d: this slot's share is %d core(s)",
-                             asked, data_kwargs["num_workers"], spec.threads)
+        segment = FitRange(**share_segment(trial, dataclasses.asdict(segment)))
+    model_kwargs, data_kwargs = _constructor_kwargs(cfg, spec, params)
     seed = (cfg.seed or 0) + trial.number
     L.seed_everything(seed, workers=True, verbose=False)
     model = build_model(cfg.model, **model_kwargs)
@@ -295,27 +287,9 @@ def train(
         trial_dir / "resume.ckpt", every=cfg.checkpoint.every, rungs=progress.rungs,
         on_save=progress.saved,
     )
-    resume_epoch = progress.from_epoch if segment.checkpoint else None
-    # metrics.csv always (the report and tests read it), first: trainer.log_dir is trial_dir.
-    loggers: list[Logger] = [SegmentCSVLogger(trial_dir, resume_epoch)]
-    if cfg.logger == "tensorboard":  # one TensorBoard run per trial, in the same folder
-        loggers.append(TrialTensorBoardLogger(
-            trial_dir, params=params, metric=cfg.metric, resume_epoch=resume_epoch))
-    per_trial = len(spec.devices)
-    trainer = L.Trainer(
-        accelerator="gpu" if spec.kind == "gpu" else "cpu",
-        devices=per_trial,
-        strategy="ddp" if per_trial > 1 else "auto",
-        max_epochs=segment.to_epoch or cfg.max_epochs,
-        callbacks=[cores, pruning, progress, checkpoint, RandomState(), resume],
-        plugins=[_CheckpointIO()],
-        logger=loggers,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        default_root_dir=str(trial_dir),
-        **cfg.trainer,
-    )
+    callbacks = [_CoreShare(spec.threads), pruning, progress, checkpoint, RandomState(), resume]
+    trainer = _trainer(cfg, spec, segment, trial_dir, callbacks,
+                       _loggers(cfg, trial_dir, params, progress, segment))
     if trainer.is_global_zero:
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
@@ -335,6 +309,62 @@ def train(
     if value is None:
         raise RuntimeError(f"metric '{cfg.metric}' was never logged")
     return float(value), checkpoint.best_model_path or None
+
+
+def _constructor_kwargs(
+    cfg: Config, spec: WorkerSpec, params: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The model's and the data module's arguments: the config's fixed ones, and the trial's
+    hyperparameters each class takes. A loader's ``num_workers`` is bounded by the slot's share
+    of the cores."""
+    data_names = datamodule_hyperparameters(cfg.data)
+    model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
+    data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
+    if "num_workers" in data_names:
+        asked = data_kwargs.get("num_workers", data_names["num_workers"])
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            data_kwargs["num_workers"] = split_cores(spec.threads, asked)[1]
+            if data_kwargs["num_workers"] < asked:
+                _logger.info("data.num_workers %d -> %d: this slot's share is %d core(s)",
+                             asked, data_kwargs["num_workers"], spec.threads)
+    return model_kwargs, data_kwargs
+
+
+def _loggers(
+    cfg: Config, trial_dir: Path, params: dict[str, Any], progress: _Progress, segment: FitRange
+) -> list[Logger]:
+    """``metrics.csv`` always (the report and tests read it), first: ``trainer.log_dir`` is
+    the trial's folder; with ``trainer.logger: tensorboard`` one TensorBoard run per trial in
+    the same folder. A resumed segment rewrites its logs from the checkpoint's epoch."""
+    resume_epoch = progress.from_epoch if segment.checkpoint else None
+    loggers: list[Logger] = [SegmentCSVLogger(trial_dir, resume_epoch)]
+    if cfg.logger == "tensorboard":
+        loggers.append(TrialTensorBoardLogger(
+            trial_dir, params=params, metric=cfg.metric, resume_epoch=resume_epoch))
+    return loggers
+
+
+def _trainer(
+    cfg: Config, spec: WorkerSpec, segment: FitRange, trial_dir: Path,
+    callbacks: list[L.Callback], loggers: list[Logger],
+) -> L.Trainer:
+    """The segment's Trainer on this slot's devices (DDP over several), to the segment's last
+    epoch, with ``callbacks`` and ``loggers`` and the config's ``trainer`` arguments."""
+    per_trial = len(spec.devices)
+    return L.Trainer(
+        accelerator="gpu" if spec.kind == "gpu" else "cpu",
+        devices=per_trial,
+        strategy="ddp" if per_trial > 1 else "auto",
+        max_epochs=segment.to_epoch or cfg.max_epochs,
+        callbacks=callbacks,
+        plugins=[_CheckpointIO()],
+        logger=loggers,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=str(trial_dir),
+        **cfg.trainer,
+    )
 
 
 def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> float:
@@ -379,7 +409,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
             why = _why_stop(spec)
             if why is not None:
                 return why
-            job = scheduler.next(owner=f"{socket.gethostname()}:{os.getpid()}:{trials_run}")
+            job = scheduler.next(owner=Owner(socket.gethostname(), os.getpid(), trials_run))
             if job == "wait":
                 time.sleep(WAIT_SECONDS)
                 continue
@@ -409,20 +439,68 @@ def _why_stop(spec: WorkerSpec) -> str | None:
     return None
 
 
+@dataclasses.dataclass
+class _Outcome:
+    """How a segment ended: ``state`` None means paused (``how`` ``"paused"`` at a rung or
+    ``"interrupted"`` before its target); ``reason`` is the fail, stop or pause reason."""
+
+    state: TrialState | None = TrialState.FAIL
+    how: str = "failed"
+    value: float | None = None
+    reason: str | None = None
+
+
 def _run_segment(
     cfg: Config, spec: WorkerSpec, events: EventWriter, scheduler: Scheduler, job: Assignment,
     channel: LeaderChannel | None, rungs: tuple[int, ...],
 ) -> None:
     """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused."""
     trial, study = job.trial, scheduler.study
-    started = time.time()
+    job = _readable(job)
+    segment = _announce(job, spec, events)
+    if channel is not None:
+        channel.begin_trial(trial.number)
+    progress = _progress_for(cfg, job, spec, events, rungs)
+    heartbeat = _Heartbeat(study, trial, cfg.heartbeat.interval) if cfg.heartbeat else None
+    try:
+        outcome = _train_segment(cfg, spec, job, progress, channel, study)
+    finally:
+        if heartbeat is not None:
+            heartbeat.stop()
+    if not _still_owner(study, trial, job.owner):
+        _logger.warning("trial %d was handed to another worker meanwhile; its segment here is "
+                        "dropped", trial.number)
+        events.emit("end", trial=trial.number, state="LOST", value=None, reason="handed over")
+        return
+    _record_epochs(trial, job, progress, segment, outcome.how)
+    if outcome.state is None:
+        _pause_segment(scheduler, job, progress, outcome, events)
+        return
+    reason = outcome.reason or ("unknown" if outcome.state == TrialState.FAIL else None)
+    end_trial(study, trial.number, outcome.state, value=outcome.value, reason=reason)
+    remove_resume_checkpoint(trial)
+    events.emit("end", trial=trial.number, state=outcome.state.name, value=outcome.value,
+                reason=reason)
+
+
+def _readable(job: Assignment) -> Assignment:
+    """The job, retraining from scratch when its checkpoint cannot be read (a damaged file:
+    the trial is not lost, it trains again)."""
     problem = None if job.checkpoint is None else _unreadable(job.checkpoint)
-    if problem is not None:  # a damaged file: the trial is not lost, it trains again
-        _logger.warning("trial %d: checkpoint %s cannot be read (%s); it retrains from scratch",
-                        trial.number, job.checkpoint, problem)
-        job = dataclasses.replace(job, checkpoint=None, from_epoch=0)
-    # The supervisor learns of the trial first, and the launcher's pid is the first attribute:
-    # whenever this process dies from here on, the trial is handed back for it.
+    if problem is None:
+        return job
+    _logger.warning("trial %d: checkpoint %s cannot be read (%s); it retrains from scratch",
+                    job.trial.number, job.checkpoint, problem)
+    return dataclasses.replace(job, checkpoint=None, from_epoch=0)
+
+
+def _announce(job: Assignment, spec: WorkerSpec, events: EventWriter) -> Segment:
+    """Tell the supervisor, then the study, that the segment starts; returns it, open.
+
+    The supervisor learns of the trial first, and the launcher's pid is the first attribute:
+    whenever this process dies from here on, the trial is handed back for it.
+    """
+    trial, started = job.trial, time.time()
     events.emit("start", trial=trial.number, slot=spec.slot, from_epoch=job.from_epoch,
                 to_epoch=job.to_epoch, resumed=job.resumed)
     attrs: dict[str, Any] = {
@@ -433,73 +511,75 @@ def _run_segment(
         attrs[ATTR.START] = started
     for key, value in attrs.items():
         trial.set_user_attr(key, value)
-    open_segment(trial, {
-        "slot": spec.slot, "device": spec.device_label, "start": started, "end": None,
-        "from_epoch": 0 if job.checkpoint is None else job.from_epoch, "to_epoch": None,
-        "how": "running",
-    })
-    if channel is not None:
-        channel.begin_trial(trial.number)
-    shared = LeaderTrial(trial, channel) if channel is not None else trial
-    state: TrialState | None = TrialState.FAIL
-    value, reason, how = None, None, "failed"
+    segment = Segment(started, None, slot=spec.slot, device=spec.device_label,
+                      from_epoch=0 if job.checkpoint is None else job.from_epoch, how="running")
+    open_segment(trial, segment)
+    return segment
+
+
+def _progress_for(
+    cfg: Config, job: Assignment, spec: WorkerSpec, events: EventWriter, rungs: tuple[int, ...]
+) -> _Progress:
+    """The segment's progress callback, knowing the epochs the trial trained before it."""
+    trial = job.trial
     progress = _Progress(cfg, trial.number, events, spec, trial=trial, rungs=rungs)
     known = list(trial.user_attrs.get(ATTR.EPOCH_END_TIMES) or [])
     progress.from_epoch = job.from_epoch
     progress.prior_times = known[: job.from_epoch] if job.checkpoint is not None else known
     progress.known = known if job.checkpoint is not None else None
-    heartbeat = _Heartbeat(study, trial, cfg.heartbeat.interval) if cfg.heartbeat else None
+    return progress
+
+
+def _train_segment(
+    cfg: Config, spec: WorkerSpec, job: Assignment, progress: _Progress,
+    channel: LeaderChannel | None, study: optuna.Study,
+) -> _Outcome:
+    """Train the segment (every DDP rank follows) and say how it ended; never raises for a
+    trial's own failure."""
+    trial = job.trial
+    shared = LeaderTrial(trial, channel) if channel is not None else trial
     try:
         try:
             value, checkpoint = train(shared, cfg, spec, progress,
-                                      Segment(job.to_epoch, job.checkpoint))
+                                      FitRange(job.to_epoch, job.checkpoint))
         except _AlreadyTrained as done:  # its last worker died after the segment's last save
             value, checkpoint = _reported(study, trial, done.epochs), progress.checkpoint
+            known = progress.known or []
             progress.from_epoch, progress.prior_times = done.epochs, known[: done.epochs]
         trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
         if job.to_epoch < cfg.max_epochs:
-            state, how, reason = None, "paused", f"rung {job.to_epoch}"
-        elif math.isfinite(value):
-            state, how = TrialState.COMPLETE, "complete"
-        else:
-            reason = f"{cfg.metric} is {value}"
+            return _Outcome(None, "paused", value, f"rung {job.to_epoch}")
+        if math.isfinite(value):
+            return _Outcome(TrialState.COMPLETE, "complete", value)
+        return _Outcome(value=value, reason=f"{cfg.metric} is {value}")
     except optuna.TrialPruned:
-        state, how = TrialState.PRUNED, "pruned"
+        return _Outcome(TrialState.PRUNED, "pruned")
     except _BudgetStop as stop:  # the study's budget, not the trial: it pauses
-        state, how, reason = None, "interrupted", str(stop)
         trial.set_user_attr(ATTR.CHECKPOINT, progress.checkpoint)
+        return _Outcome(None, "interrupted", reason=str(stop))
     except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
-        state, how = None, "interrupted"
         reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
         _Stop.reason = _Stop.reason or reason
+        return _Outcome(None, "interrupted", reason=reason)
     except Exception as error:  # a user model's bug, OOM, bad data: the trial fails
-        reason = f"{type(error).__name__}: {error}"[:2000]
         _logger.exception("trial %d failed", trial.number)
-    finally:
-        if heartbeat is not None:
-            heartbeat.stop()
-    if not _still_owner(study, trial, job.owner):
-        _logger.warning("trial %d was handed to another worker meanwhile; its segment here is "
-                        "dropped", trial.number)
-        events.emit("end", trial=trial.number, state="LOST", value=None, reason="handed over")
-        return
-    _record_epochs(trial, job, progress, spec, started, how)
-    if state is None:  # paused: at a rung, or interrupted before its target
-        last = progress.resume.last if progress.resume is not None else None
-        # At a rung the segment's last epoch was saved; an interruption resumes from the last
-        # checkpoint written, or from where the segment started when it wrote none.
-        epoch, path = last if last is not None else (progress.from_epoch, job.checkpoint)
-        scheduler.pause(
-            trial.number, epoch=epoch, checkpoint=path, why=reason or how,
-            target=job.to_epoch if how == "interrupted" else None,
-        )
-        events.emit("pause", trial=trial.number, epoch=epoch, reason=reason)
-        return
-    if state == TrialState.FAIL and reason is None:
-        reason = "unknown"
-    end_trial(study, trial.number, state, value=value, reason=reason)
-    _remove_resume_checkpoint(trial)
-    events.emit("end", trial=trial.number, state=state.name, value=value, reason=reason)
+        return _Outcome(reason=f"{type(error).__name__}: {error}"[:2000])
+
+
+def _pause_segment(
+    scheduler: Scheduler, job: Assignment, progress: _Progress, outcome: _Outcome,
+    events: EventWriter,
+) -> None:
+    """Pause the trial: at a rung (its segment's last epoch was saved), or interrupted before
+    its target (from the last checkpoint written, or from where the segment started when it
+    wrote none)."""
+    last = progress.resume.last if progress.resume is not None else None
+    epoch, path = last if last is not None else (progress.from_epoch, job.checkpoint)
+    scheduler.pause(
+        job.trial.number, epoch=epoch, checkpoint=path, why=outcome.reason or outcome.how,
+        target=job.to_epoch if outcome.how == "interrupted" else None,
+    )
+    events.emit("pause", trial=job.trial.number, epoch=epoch, reason=outcome.reason)
 
 
 class _Heartbeat:
@@ -550,15 +630,14 @@ def _unreadable(path: str) -> str | None:
     return None
 
 
-def _still_owner(study: optuna.Study, trial: optuna.Trial, owner: str) -> bool:
+def _still_owner(study: optuna.Study, trial: optuna.Trial, owner: Owner) -> bool:
     """False when the scheduler handed the trial to another worker (a heartbeat ran late)."""
     frozen = storage_of(study).get_trial(trial_id_of(trial))
-    return frozen.user_attrs.get(ATTR.OWNER) == owner and frozen.state == TrialState.RUNNING
+    return Owner.of(frozen) == owner and frozen.state == TrialState.RUNNING
 
 
 def _record_epochs(
-    trial: optuna.Trial, job: Assignment, progress: _Progress, spec: WorkerSpec,
-    started: float, how: str,
+    trial: optuna.Trial, job: Assignment, progress: _Progress, segment: Segment, how: str
 ) -> None:
     """The trial's epoch count, epoch end times and segments, across all its segments."""
     attrs = trial.user_attrs
@@ -570,18 +649,8 @@ def _record_epochs(
     trial.set_user_attr(ATTR.EPOCH_END_TIMES, times)
     trial.set_user_attr(ATTR.EPOCHS_TRAINED, trained)
     trial.set_user_attr(ATTR.END, time.time())
-    close_segment(trial, {
-        "slot": spec.slot, "device": spec.device_label, "start": started, "end": time.time(),
-        "from_epoch": from_epoch, "to_epoch": done, "how": how,
-    })
-
-
-def _remove_resume_checkpoint(trial: optuna.Trial) -> None:
-    """A finished trial's resume checkpoint is not needed any more (its best one is kept)."""
-    point = trial.user_attrs.get(ATTR.RESUME_POINT)
-    if isinstance(point, dict) and isinstance(point.get("checkpoint"), str):
-        with contextlib.suppress(OSError):
-            os.remove(point["checkpoint"])
+    close_segment(trial, dataclasses.replace(segment, from_epoch=from_epoch).closed(
+        time.time(), done, how))
 
 
 def _run_follower(cfg: Config, spec: WorkerSpec) -> None:

@@ -38,39 +38,48 @@ from a storage spec), :mod:`.info` (what the study is: metric, direction, the pr
 (counts, best values, what cannot be drawn), :mod:`.comparison`, :mod:`.plots` and
 :mod:`.files` (CSV and PNG files). They read the study through :mod:`lightning_hpo.storage`,
 :mod:`lightning_hpo.schema` and the rung records only: nothing of the launcher or the pruners.
+
+The names below are imported on first use, so that ``lightning_hpo.report.snapshot`` (which the
+launcher's closing summary reads) costs no pandas or matplotlib import.
 """
 
 from __future__ import annotations
 
-from lightning_hpo.report.comparison import Comparison, compare
-from lightning_hpo.report.files import write_compare, write_report
-from lightning_hpo.report.info import StudyInfo, study_info
-from lightning_hpo.report.opening import load, load_ref
-from lightning_hpo.report.plots import (
-    STATE_COLORS,
-    plot_compare,
-    plot_incumbent,
-    plot_learning_curves,
-    plot_rungs,
-    plot_timeline,
-)
-from lightning_hpo.report.snapshot import (
-    RANK_ORDER,
-    STATES,
-    STATUSES,
-    Pause,
-    Segment,
-    StudySnapshot,
-    TrialRecord,
-)
-from lightning_hpo.report.summary import limitations, summarize
-from lightning_hpo.report.tables import (
-    curves_frame,
-    incumbent_frame,
-    rungs_frame,
-    segments_frame,
-    trials_frame,
-)
+import sys
+from typing import TYPE_CHECKING
+
+from lightning_hpo._lazy import lazy_exports
+
+_EXPORTS = {
+    "Comparison": "lightning_hpo.report.comparison",
+    "compare": "lightning_hpo.report.comparison",
+    "write_compare": "lightning_hpo.report.files",
+    "write_report": "lightning_hpo.report.files",
+    "StudyInfo": "lightning_hpo.report.info",
+    "study_info": "lightning_hpo.report.info",
+    "load": "lightning_hpo.report.opening",
+    "load_ref": "lightning_hpo.report.opening",
+    "STATE_COLORS": "lightning_hpo.report.plots",
+    "plot_compare": "lightning_hpo.report.plots",
+    "plot_incumbent": "lightning_hpo.report.plots",
+    "plot_learning_curves": "lightning_hpo.report.plots",
+    "plot_rungs": "lightning_hpo.report.plots",
+    "plot_timeline": "lightning_hpo.report.plots",
+    "RANK_ORDER": "lightning_hpo.report.snapshot",
+    "STATES": "lightning_hpo.report.snapshot",
+    "STATUSES": "lightning_hpo.report.snapshot",
+    "Pause": "lightning_hpo.report.snapshot",
+    "Segment": "lightning_hpo.report.snapshot",
+    "StudySnapshot": "lightning_hpo.report.snapshot",
+    "TrialRecord": "lightning_hpo.report.snapshot",
+    "limitations": "lightning_hpo.report.summary",
+    "summarize": "lightning_hpo.report.summary",
+    "curves_frame": "lightning_hpo.report.tables",
+    "incumbent_frame": "lightning_hpo.report.tables",
+    "rungs_frame": "lightning_hpo.report.tables",
+    "segments_frame": "lightning_hpo.report.tables",
+    "trials_frame": "lightning_hpo.report.tables",
+}
 
 __all__ = [
     "RANK_ORDER",
@@ -102,3 +111,37 @@ __all__ = [
     "write_compare",
     "write_report",
 ]
+
+if TYPE_CHECKING:
+    from lightning_hpo.report.comparison import Comparison, compare
+    from lightning_hpo.report.files import write_compare, write_report
+    from lightning_hpo.report.info import StudyInfo, study_info
+    from lightning_hpo.report.opening import load, load_ref
+    from lightning_hpo.report.plots import (
+        STATE_COLORS,
+        plot_compare,
+        plot_incumbent,
+        plot_learning_curves,
+        plot_rungs,
+        plot_timeline,
+    )
+    from lightning_hpo.report.snapshot import (
+        RANK_ORDER,
+        STATES,
+        STATUSES,
+        Pause,
+        Segment,
+        StudySnapshot,
+        TrialRecord,
+    )
+    from lightning_hpo.report.summary import limitations, summarize
+    from lightning_hpo.report.tables import (
+        curves_frame,
+        incumbent_frame,
+        rungs_frame,
+        segments_frame,
+        trials_frame,
+    )
+
+
+__getattr__, __dir__ = lazy_exports(sys.modules[__name__], _EXPORTS, __all__)

@@ -658,9 +658,7 @@ def plot_timeline(
         ax.set_title(f"Worker timeline of study '{info.name}'")
         _empty(ax, "no trial has a `slot`")
         return fig
-    span = float(data["stop_s"].max())
-    labels, busy_total = [], 0.0
-    x_range = max(span, 1e-9)
+    x_range = max(float(data["stop_s"].max()), 1e-9)
     data["y"] = [rows.index(key) for key in data["key"]]
     data["width"] = np.maximum((data["stop_s"] - data["start_s"]).to_numpy(float),
                                0.004 * x_range)
@@ -668,44 +666,13 @@ def plot_timeline(
     if curves is not None and not curves.empty:
         timed = curves.dropna(subset=["elapsed_s"])
         ends = {int(n): g.to_numpy(float) for n, g in timed.groupby("trial")["elapsed_s"]}
+    labels, busy_total = [], 0.0
     for y, (host, slot) in enumerate(rows):
-        bars = data[data["y"] == y]
-        busy = _union_length(list(zip(bars["start_s"], bars["stop_s"], strict=True)))
+        busy = _draw_slot(ax, data[data["y"] == y], y, ends, x_range)
         busy_total += busy
         name = f"{host}:{slot}" if host else f"slot {slot}"
         labels.append(f"{name}\nidle {100 * (1 - busy / x_range):.0f}%")
-        crashed = bars["how"].isin(_CRASHED).to_numpy(bool)
-        drawn = ax.barh(
-            np.full(len(bars), y), bars["width"].to_numpy(float),
-            left=bars["start_s"].to_numpy(float), height=0.7,
-            color=[STATE_COLORS.get(str(status), "0.5") for status in bars["status"]],
-            edgecolor=[STATE_COLORS["FAIL"] if c else "white" for c in crashed],
-            linewidth=[1.4 if c else 0.6 for c in crashed],
-        )
-        ticks: list[float] = []
-        for patch, bar in zip(drawn.patches, bars.itertuples(index=False), strict=True):
-            number = int(bar.trial)
-            patch.set_gid(f"trial-{number}:{int(bar.segment)}" if bar.listed
-                          else f"trial-{number}")
-            if pd.isna(bar.end_s):  # in flight
-                patch.set_hatch("//")
-            if bar.width > 0.04 * x_range:
-                ax.text(bar.start_s + bar.width / 2, y, str(number), ha="center",
-                        va="center", fontsize=7, color="black")
-            mine = ends.get(number)
-            if mine is not None:  # the epochs that ended within this bar
-                ticks += mine[(mine >= bar.start_s - 1e-9) & (mine <= bar.stop_s + 1e-9)].tolist()
-        if ticks:
-            ax.vlines(ticks, y - 0.35, y - 0.2, color="white", lw=0.8, gid="epoch-ticks",
-                      zorder=3)
-    pauses = 0
-    split = data[data.duplicated("trial", keep=False)]  # trials drawn in several bars
-    for number, bars in split.sort_values("start_s").groupby("trial"):
-        color = STATE_COLORS.get(str(bars["status"].iloc[0]), "0.5")
-        for a, b in zip(bars.iloc[:-1].itertuples(), bars.iloc[1:].itertuples(), strict=True):
-            ax.plot([a.stop_s, b.start_s], [a.y, b.y], ls=":", lw=1.1, color=color, zorder=2,
-                    gid=f"pause-{int(number)}")
-            pauses += 1
+    pauses = _draw_pauses(ax, data)
     utilisation = busy_total / (x_range * len(rows))
     statuses = data.drop_duplicates("trial")["status"]
     paused = int((statuses == "PAUSED").sum())
@@ -715,6 +682,58 @@ def plot_timeline(
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlim(0, x_range * 1.01)
     ax.grid(alpha=0.3, axis="x")
+    fig.legend(handles=_timeline_legend(data, statuses, pauses), loc="outside right upper",
+               title="state")
+    return fig
+
+
+def _draw_slot(
+    ax: matplotlib.axes.Axes, bars: pd.DataFrame, y: int, ends: dict[int, np.ndarray],
+    x_range: float,
+) -> float:
+    """One slot's row of the timeline: its bars (numbered, hatched in flight, red-edged when
+    they crashed) and their epoch ticks; returns the seconds the slot was busy."""
+    crashed = bars["how"].isin(_CRASHED).to_numpy(bool)
+    drawn = ax.barh(
+        np.full(len(bars), y), bars["width"].to_numpy(float),
+        left=bars["start_s"].to_numpy(float), height=0.7,
+        color=[STATE_COLORS.get(str(status), "0.5") for status in bars["status"]],
+        edgecolor=[STATE_COLORS["FAIL"] if c else "white" for c in crashed],
+        linewidth=[1.4 if c else 0.6 for c in crashed],
+    )
+    ticks: list[float] = []
+    for patch, bar in zip(drawn.patches, bars.itertuples(index=False), strict=True):
+        number = int(bar.trial)
+        patch.set_gid(f"trial-{number}:{int(bar.segment)}" if bar.listed else f"trial-{number}")
+        if pd.isna(bar.end_s):  # in flight
+            patch.set_hatch("//")
+        if bar.width > 0.04 * x_range:
+            ax.text(bar.start_s + bar.width / 2, y, str(number), ha="center",
+                    va="center", fontsize=7, color="black")
+        mine = ends.get(number)
+        if mine is not None:  # the epochs that ended within this bar
+            ticks += mine[(mine >= bar.start_s - 1e-9) & (mine <= bar.stop_s + 1e-9)].tolist()
+    if ticks:
+        ax.vlines(ticks, y - 0.35, y - 0.2, color="white", lw=0.8, gid="epoch-ticks", zorder=3)
+    return _union_length(list(zip(bars["start_s"], bars["stop_s"], strict=True)))
+
+
+def _draw_pauses(ax: matplotlib.axes.Axes, data: pd.DataFrame) -> int:
+    """A dotted line in the trial's colour across each pause between two of its bars; returns
+    how many were drawn."""
+    pauses = 0
+    split = data[data.duplicated("trial", keep=False)]  # trials drawn in several bars
+    for number, bars in split.sort_values("start_s").groupby("trial"):
+        color = STATE_COLORS.get(str(bars["status"].iloc[0]), "0.5")
+        for a, b in zip(bars.iloc[:-1].itertuples(), bars.iloc[1:].itertuples(), strict=True):
+            ax.plot([a.stop_s, b.start_s], [a.y, b.y], ls=":", lw=1.1, color=color, zorder=2,
+                    gid=f"pause-{int(number)}")
+            pauses += 1
+    return pauses
+
+
+def _timeline_legend(data: pd.DataFrame, statuses: pd.Series, pauses: int) -> list[Any]:
+    """The timeline's legend: a patch per state drawn, and the marks that appear."""
     handles: list[Any] = [
         Patch(color=STATE_COLORS[s], label=f"{s} ({int((statuses == s).sum())})")
         for s in STATE_COLORS if s in set(statuses)
@@ -730,8 +749,7 @@ def plot_timeline(
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="//",
                              label=f"segment in flight ({flying}), drawn\nto the latest time "
                              "recorded"))
-    fig.legend(handles=handles, loc="outside right upper", title="state")
-    return fig
+    return handles
 
 
 #: Segment endings drawn with a red edge on the timeline.

@@ -50,7 +50,16 @@ from optuna.trial import FrozenTrial, TrialState
 from lightning_hpo._rung_store import RungRecord, rung_records
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.report.info import StudyInfo, study_info
-from lightning_hpo.schema import ATTR, BRACKET_ATTR, devices_in_label
+from lightning_hpo.schema import (
+    ATTR,
+    BRACKET_ATTR,
+    Pause,
+    Segment,
+    as_count,
+    as_number,
+    as_text,
+    devices_in_label,
+)
 
 __all__ = [
     "RANK_ORDER",
@@ -75,116 +84,6 @@ RANK_ORDER = (
     "ranked by the best value each trial reported at any epoch (its final value included), "
     "whatever its state; ties: the first to report it"
 )
-
-
-@dataclass(frozen=True)
-class Pause:
-    """Why and where a RUNNING trial waits between two segments (:data:`ATTR.PAUSED
-    <lightning_hpo.schema.ATTR>`); fields another tool wrote in another form are ``None``.
-
-    Attributes:
-        epoch: epochs in the checkpoint it resumes from.
-        checkpoint: that checkpoint's file.
-        since: unix s when it paused.
-        target: ``None`` when it waits at a rung for the scheduler to promote or stop it; an
-            epoch when it was interrupted (the budget, Ctrl-C, a crash) before reaching it.
-        why: in words (``"rung 4"``, ``"wall-clock budget reached ..."``).
-
-    Example::
-
-        >>> Pause.read({"epoch": 4, "since": 1.7e9, "target": None, "why": "rung 4"})
-        Pause(epoch=4, checkpoint=None, since=1700000000.0, target=None, why='rung 4')
-        >>> Pause.read("yes") is None, Pause.read({"epoch": True}).epoch is None
-        (True, True)
-    """
-
-    epoch: int | None = None
-    checkpoint: str | None = None
-    since: float | None = None
-    target: int | None = None
-    why: str | None = None
-
-    @property
-    def at_rung(self) -> bool:
-        """Whether it waits at a rung for a decision (not interrupted on the way to one)."""
-        return self.target is None
-
-    @classmethod
-    def read(cls, value: object) -> Pause | None:
-        """The pause a :data:`ATTR.PAUSED <lightning_hpo.schema.ATTR>` value describes; ``None``
-        for ``None`` or anything that is not a mapping."""
-        if not isinstance(value, Mapping):
-            return None
-        return cls(_count(value.get("epoch")), _text(value.get("checkpoint")),
-                   _number(value.get("since")), _count(value.get("target")),
-                   _text(value.get("why")))
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One stretch of a trial's training on one slot (unix s, epochs).
-
-    Attributes:
-        start: unix s when it started.
-        end: unix s when it ended; ``None`` while in flight (the launcher lists a segment
-            when it starts, with no end, and replaces that entry with the closed one at its
-            end).
-        slot: the worker slot (``None`` when unknown).
-        device: the devices, as :func:`~lightning_hpo.schema.device_label` writes them.
-        host: the machine (a segment's own ``host``, else the trial's).
-        from_epoch: epochs in the checkpoint it started from (0: from scratch).
-        to_epoch: epochs done when it ended.
-        how: how it ended: ``paused``, ``complete``, ``pruned``, ``interrupted``,
-            ``crashed``, ``failed``; ``running`` (or ``None``) while in flight; ``None`` when
-            unknown (an entry left open by a worker that died, closed by the report).
-        listed: True for an entry of the trial's :data:`ATTR.SEGMENTS
-            <lightning_hpo.schema.ATTR>`; False for the one segment of a trial that lists
-            none (its whole run, from its start to its end).
-
-    Example::
-
-        >>> seg = Segment.read({"slot": 1, "device": "cpu:1", "start": 10, "end": 14.5,
-        ...                     "from_epoch": 2, "to_epoch": 4, "how": "paused"}, host="box")
-        >>> seg.slot, seg.host, seg.end - seg.start, seg.epochs, seg.how
-        (1, 'box', 4.5, 2, 'paused')
-        >>> Segment.read({"start": 10, "end": 9}, host=None) is None  # ends before it starts
-        True
-    """
-
-    start: float
-    end: float | None
-    slot: int | None = None
-    device: str | None = None
-    host: str | None = None
-    from_epoch: int | None = None
-    to_epoch: int | None = None
-    how: str | None = None
-    listed: bool = True
-
-    @property
-    def devices(self) -> int | None:
-        """How many devices its ``device`` names (``None`` when it names none)."""
-        return devices_in_label(self.device)
-
-    @property
-    def epochs(self) -> int | None:
-        """Epochs it trained (``to_epoch - from_epoch``), ``None`` when either is unknown."""
-        if self.from_epoch is None or self.to_epoch is None or self.to_epoch < self.from_epoch:
-            return None
-        return self.to_epoch - self.from_epoch
-
-    @classmethod
-    def read(cls, value: object, host: str | None) -> Segment | None:
-        """The segment an :data:`ATTR.SEGMENTS <lightning_hpo.schema.ATTR>` entry describes;
-        ``None`` for an entry without a start time, or one that ends before it starts."""
-        if not isinstance(value, Mapping):
-            return None
-        start, end = _number(value.get("start")), _number(value.get("end"))
-        if start is None or (end is not None and end < start):
-            return None
-        return cls(start, end, _count(value.get("slot")), _text(value.get("device")),
-                   _text(value.get("host")) or host, _count(value.get("from_epoch")),
-                   _count(value.get("to_epoch")), _text(value.get("how")))
 
 
 @dataclass(frozen=True)
@@ -271,8 +170,8 @@ class TrialRecord:
             end = max(known) if known else None
         done = self.state != "RUNNING" or self.paused is not None
         return (Segment(self.start, None if end is None else max(end, self.start),
-                        _count(attrs.get(ATTR.SLOT)), _text(attrs.get(ATTR.DEVICE)),
-                        _text(attrs.get(ATTR.HOST)), 0, self.epochs if done else None,
+                        as_count(attrs.get(ATTR.SLOT)), as_text(attrs.get(ATTR.DEVICE)),
+                        as_text(attrs.get(ATTR.HOST)), 0, self.epochs if done else None,
                         None, listed=False),)
 
     @property
@@ -344,65 +243,97 @@ class TrialRecord:
     def resolve(cls, frozen: FrozenTrial, info: StudyInfo) -> TrialRecord:
         """The record of a started trial, its times and bracket read from what it stores."""
         attrs = frozen.user_attrs
-        raw_segments = attrs.get(ATTR.SEGMENTS)
-        host = _text(attrs.get(ATTR.HOST))
-        read = [s for s in (Segment.read(x, host) for x in raw_segments) if s is not None] if (
-            isinstance(raw_segments, (list, tuple))) else []
-        pause = Pause.read(attrs.get(ATTR.PAUSED)) if frozen.state == TrialState.RUNNING else None
-        start = _number(attrs.get(ATTR.START))
-        # a RUNNING trial has not ended, whatever the end time its last segment left behind
-        end = _number(attrs.get(ATTR.END)) if frozen.state.is_finished() else None
+        pause = Pause.of(frozen)
         raw_times = attrs.get(ATTR.EPOCH_END_TIMES)
-        recorded = [_number(x) for x in raw_times] if isinstance(raw_times, list) else []
-        last = _number(attrs.get(ATTR.END))  # the trial's end, else its last segment's
-        if last is None and frozen.state.is_finished() and frozen.datetime_complete is not None:
-            last = frozen.datetime_complete.timestamp()
-        segments = _settle(read, frozen.state == TrialState.RUNNING and pause is None,
-                           [*recorded, last, None if pause is None else pause.since])
-        if segments:  # the trial started with its first segment, ended with its last
-            start = segments[0].start if start is None else min(start, segments[0].start)
-            ends = [s.end for s in segments if s.end is not None]
-            if end is None and frozen.state.is_finished() and ends:
-                end = max(ends)
-        timing: Literal["launcher", "optuna", "none"] = "launcher" if start is not None else "none"
-        if start is None and frozen.datetime_start is not None:
-            start, timing = frozen.datetime_start.timestamp(), "optuna"
-        if end is None and frozen.state.is_finished() and frozen.datetime_complete is not None:
-            end = frozen.datetime_complete.timestamp()
+        recorded = [as_number(x) for x in raw_times] if isinstance(raw_times, list) else []
+        segments = _segments_of(frozen, pause, recorded)
+        start, end, timing = _span_of(frozen, segments)
         steps = sorted(frozen.intermediate_values)
-        values = [float(frozen.intermediate_values[s]) for s in steps]
-        times: list[float | None] = [None] * len(steps)
-        if recorded:
-            clean = recorded
-            if len(clean) == len(steps):
-                times = clean
-            else:  # aligned by step: epoch_end_times[k] is the end of epoch k + 1
-                times = [clean[s - 1] if 1 <= s <= len(clean) else None for s in steps]
-        epochs = attrs.get(ATTR.EPOCHS)
-        if isinstance(epochs, bool) or not isinstance(epochs, int):
-            epochs = len(steps)
+        epochs = as_count(attrs.get(ATTR.EPOCHS))
         devices = devices_in_label(attrs.get(ATTR.DEVICE))
-        bracket = frozen.system_attrs.get(BRACKET_ATTR)
-        if isinstance(bracket, bool) or not isinstance(bracket, int):
-            bracket = info.bracket_of(frozen.number, _count(attrs.get(ATTR.ROUND)))
-        reason = attrs.get(ATTR.STOP_REASON)  # the launcher's: the study's budget stopped it
-        reason = str(reason) if reason not in (None, "") else None
-        left = Pause.read(attrs.get(ATTR.PAUSED))  # a finished trial's last pause, left behind
-        stopped_by: Literal["pruner", "budget"] | None = None
-        if frozen.state == TrialState.PRUNED:
-            # the pruner stopped it at an epoch, or a schedule did not promote it from the
-            # rung it waited at; else a stop reason means the study's budget
-            decided = _count(attrs.get(ATTR.PRUNED_AT_EPOCH)) is not None or (
-                left is not None and left.at_rung)
-            stopped_by = "budget" if reason is not None and not decided else "pruner"
-        trained = _count(attrs.get(ATTR.EPOCHS_TRAINED))
+        bracket = as_count(frozen.system_attrs.get(BRACKET_ATTR))
+        if bracket is None:
+            bracket = info.bracket_of(frozen.number, as_count(attrs.get(ATTR.ROUND)))
+        stopped_by, reason = _stopped_by(frozen)
+        trained = as_count(attrs.get(ATTR.EPOCHS_TRAINED))
         if trained is None and segments and all(s.epochs is not None for s in segments):
             trained = sum(s.epochs or 0 for s in segments)
         return cls(
-            frozen, frozen.state.name, start, end, timing, epochs, devices or 1,
-            devices is not None, tuple(steps), tuple(values), tuple(times), bracket,
-            stopped_by, reason, pause, segments, trained,
+            frozen, frozen.state.name, start, end, timing,
+            len(steps) if epochs is None else epochs, devices or 1, devices is not None,
+            tuple(steps), tuple(float(frozen.intermediate_values[s]) for s in steps),
+            _epoch_times(steps, recorded), bracket, stopped_by, reason, pause, segments, trained,
         )
+
+
+def _segments_of(
+    frozen: FrozenTrial, pause: Pause | None, recorded: list[float | None]
+) -> tuple[Segment, ...]:
+    """The trial's listed segments, settled (:func:`_settle`) against what else it recorded:
+    its epoch end times, its end (else Optuna's), and when it paused."""
+    attrs = frozen.user_attrs
+    raw = attrs.get(ATTR.SEGMENTS)
+    host = as_text(attrs.get(ATTR.HOST))
+    listed = [s for s in (Segment.read(x, host) for x in raw) if s is not None] if isinstance(
+        raw, (list, tuple)) else []
+    last = as_number(attrs.get(ATTR.END))  # the trial's end, else its last segment's
+    if last is None and frozen.state.is_finished() and frozen.datetime_complete is not None:
+        last = frozen.datetime_complete.timestamp()
+    training = frozen.state == TrialState.RUNNING and pause is None
+    return _settle(listed, training, [*recorded, last, None if pause is None else pause.since])
+
+
+def _span_of(
+    frozen: FrozenTrial, segments: tuple[Segment, ...]
+) -> tuple[float | None, float | None, Literal["launcher", "optuna", "none"]]:
+    """``(start, end, timing)`` of a trial: the launcher's times and segments, else Optuna's
+    datetimes. A RUNNING trial has not ended, whatever end time its last segment left."""
+    attrs = frozen.user_attrs
+    finished = frozen.state.is_finished()
+    start = as_number(attrs.get(ATTR.START))
+    end = as_number(attrs.get(ATTR.END)) if finished else None
+    if segments:  # the trial started with its first segment, ended with its last
+        start = segments[0].start if start is None else min(start, segments[0].start)
+        ends = [s.end for s in segments if s.end is not None]
+        if end is None and finished and ends:
+            end = max(ends)
+    timing: Literal["launcher", "optuna", "none"] = "launcher" if start is not None else "none"
+    if start is None and frozen.datetime_start is not None:
+        start, timing = frozen.datetime_start.timestamp(), "optuna"
+    if end is None and finished and frozen.datetime_complete is not None:
+        end = frozen.datetime_complete.timestamp()
+    return start, end, timing
+
+
+def _epoch_times(steps: list[int], recorded: list[float | None]) -> tuple[float | None, ...]:
+    """When each reported step's epoch ended: ``recorded[k]`` is the end of epoch ``k + 1``.
+
+    Example::
+
+        >>> _epoch_times([1, 3], [10.0, 20.0, 30.0]), _epoch_times([1, 2], [10.0, 20.0])
+        ((10.0, 30.0), (10.0, 20.0))
+    """
+    if len(recorded) == len(steps):
+        return tuple(recorded)
+    return tuple(recorded[s - 1] if 1 <= s <= len(recorded) else None for s in steps)
+
+
+def _stopped_by(frozen: FrozenTrial) -> tuple[Literal["pruner", "budget"] | None, str | None]:
+    """Who stopped a PRUNED trial, and the launcher's words when the study's budget did.
+
+    The pruner stopped it at an epoch (``pruned_at_epoch``), or a schedule did not promote it
+    from the rung it waited at (its last pause, left behind, was at a rung); else a stop reason
+    means the study's budget.
+    """
+    attrs = frozen.user_attrs
+    reason = attrs.get(ATTR.STOP_REASON)
+    reason = str(reason) if reason not in (None, "") else None
+    if frozen.state != TrialState.PRUNED:
+        return None, reason
+    left = Pause.read(attrs.get(ATTR.PAUSED))
+    decided = as_count(attrs.get(ATTR.PRUNED_AT_EPOCH)) is not None or (
+        left is not None and left.at_rung)
+    return ("budget" if reason is not None and not decided else "pruner"), reason
 
 
 @dataclass(frozen=True)
@@ -608,20 +539,3 @@ def _settle(
         settled.append(seg)
         last_end = seg.end if seg.end is not None else last_end
     return tuple(sorted(settled, key=lambda s: s.start))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-def _count(value: Any) -> int | None:
-    """A non-negative int, or ``None`` for anything else (bools included)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None

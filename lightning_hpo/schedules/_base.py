@@ -40,6 +40,7 @@ __all__ = [
     "ladder_of",
     "rank_key",
     "ranked",
+    "reached_top",
 ]
 
 #: A trial's state as a schedule sees it: Optuna's, plus ``"paused"`` (RUNNING in Optuna with
@@ -237,6 +238,22 @@ def check_call(trials: Sequence[TrialView], tickets: int | None, next_number: in
             f"The value of `trials` repeats trial numbers {duplicates}, but each trial must "
             "appear once."
         )
+
+
+def reached_top(trials: Iterable[TrialView], max_resource: int) -> bool:
+    """Whether some trial has reached ``max_resource``: a value there, or COMPLETE.
+
+    ``finish_best`` (promotion and synchronous schedules) keeps training the best trial until
+    this is true.
+
+    Example::
+
+        >>> reached_top([TrialView(0, "paused", 9, {9: 0.1})], 27)
+        False
+        >>> reached_top([TrialView(0, "running", 27, {27: 0.1}, target=27)], 27)
+        True
+    """
+    return any(t.state == "complete" or max_resource in t.values for t in trials)
 
 
 def ranked(values: Mapping[int, float], minimize: bool) -> list[int]:

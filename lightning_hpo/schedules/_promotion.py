@@ -1,7 +1,10 @@
 """Promotion-type ASHA and Hyperband: trials pause at every rung; a free slot promotes first.
 
 Li et al., "A System for Massively Parallel Hyperparameter Tuning", MLSys 2020, Algorithm 2;
-brackets as :class:`~lightning_hpo.pruners.HyperbandPruner` assigns them.
+brackets as :class:`~lightning_hpo.pruners.HyperbandPruner` assigns them. With ``finish_best``
+(the default) a study with a bounded number of trials also trains its best paused trial of the
+highest rung on to ``max_resource`` once no new configuration can start and nothing is
+promotable, which Algorithm 2 alone may never do (``floor(1 / eta) = 0``).
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from bisect import bisect_right
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from lightning_hpo import rungs
 from lightning_hpo.errors import argument_bool, argument_int
@@ -22,7 +26,9 @@ from lightning_hpo.schedules._base import (
     first_interrupted,
     has_tickets,
     ladder_of,
+    rank_key,
     ranked,
+    reached_top,
 )
 
 __all__ = ["PromotionASHA", "PromotionHyperband", "promotable"]
@@ -61,6 +67,16 @@ def promotable(
     return [number for number in top if number in paused_set]
 
 
+@dataclass(frozen=True)
+class _Finisher:
+    """The paused trial ``finish_best`` trains on: trial ``number``, paused at rung ``level``,
+    resumed (when its turn comes) to ``to_epoch``, its bracket's next rung."""
+
+    number: int
+    level: int
+    to_epoch: int
+
+
 class _Promotion(Schedule):
     """Promotion-type ASHA over one or more brackets (Li et al., MLSys 2020, Algorithm 2)."""
 
@@ -68,17 +84,19 @@ class _Promotion(Schedule):
 
     def __init__(
         self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool,
-        max_paused: int | None = None,
+        max_paused: int | None = None, finish_best: bool = True,
     ) -> None:
         self._levels = ladder_of(min_resource, max_resource, reduction_factor)
         argument_bool("minimize", minimize)
         if max_paused is not None:
             argument_int("max_paused", max_paused, 1)
+        argument_bool("finish_best", finish_best)
         self.min_resource = min_resource
         self.max_resource = max_resource
         self.reduction_factor = reduction_factor
         self.minimize = minimize
         self.max_paused = max_paused
+        self.finish_best = finish_best
 
     @abstractmethod
     def _bracket(self, trial_number: int, group: int | None) -> int:
@@ -87,12 +105,14 @@ class _Promotion(Schedule):
     def decide(
         self, trials: Sequence[TrialView], *, tickets: int | None, next_number: int
     ) -> Decision:
-        """Interrupted first; then a promotion from the top rung down; else start; else wait.
+        """Interrupted first; then a promotion from the top rung down; else start; else finish
+        the best (``finish_best``); else wait; else done.
 
         With ``tickets`` bounded, paused trials that can no longer enter their rung's top
         ``floor(n / eta)`` (however the remaining trials fare) are pruned at once; at ``"done"``
         every paused trial is. With ``max_paused``, the paused trials beyond it are pruned, least
-        promotable first (:meth:`_beyond_limit`).
+        promotable first (:meth:`_beyond_limit`). None of these prunes the trial
+        :meth:`_finisher` keeps for ``finish_best``.
         """
         check_call(trials, tickets, next_number)
         ladders = self.ladders()
@@ -100,7 +120,9 @@ class _Promotion(Schedule):
         brackets: list[list[TrialView]] = [[] for _ in ladders]
         for trial in trials:
             brackets[self._bracket(trial.number, trial.group)].append(trial)
-        prune = self._unpromotable(brackets, tickets) if tickets is not None else {}
+        finisher = self._finisher(trials, brackets, tickets)
+        keep = None if finisher is None else finisher.number
+        prune = self._unpromotable(brackets, tickets, keep) if tickets is not None else {}
 
         job = first_interrupted(trials)
         if job is None:  # paused at a rung below its first rung: it has to get there first
@@ -126,23 +148,54 @@ class _Promotion(Schedule):
             bracket = self._bracket(next_number, None)
             job = Job("start", to_epoch=ladders[bracket][0],
                       group=bracket if self._grouped else None)
+        if job is None and finisher is not None and not _may_overtake(trials, finisher.level):
+            job = Job("resume", trial=finisher.number, to_epoch=finisher.to_epoch)
         if job is None and any(t.state in ("running", "waiting") for t in trials):
             job = Job("wait")
         if job is None:
             job = Job("done")
             for b, members in enumerate(brackets):
                 for trial in members:
-                    if trial.at_rung and trial.number not in prune:
+                    if trial.at_rung and trial.number not in prune and trial.number != keep:
                         k = bisect_right(ladders[b], trial.epoch) - 1
                         if trial.epoch < ladders[b][-1]:
                             prune[trial.number] = (f"not promoted at rung {ladders[b][k]} when "
                                                    "the study finished")
         elif self.max_paused is not None:
-            prune.update(self._beyond_limit(brackets, prune, job.trial))
+            prune.update(self._beyond_limit(brackets, prune, job.trial, keep))
         return decision_of(job, prune)
 
+    def _finisher(
+        self, trials: Sequence[TrialView], brackets: list[list[TrialView]], tickets: int | None
+    ) -> _Finisher | None:
+        """The paused trial ``finish_best`` trains on to ``max_resource``, if any.
+
+        Only with ``finish_best``, a bounded number of tickets (with a wall-clock budget alone
+        there is always a next configuration) and while no trial of the study has reached
+        ``max_resource`` (:func:`~lightning_hpo.schedules._base.reached_top`): of the trials
+        paused at a rung below their bracket's top, the one at the highest rung level (across
+        brackets), then the best value there (NaN and infinite last, ties to the lower number).
+        It is kept from every pruning while tickets remain, so that it is still there once they
+        are spent; it is resumed only then, rung by rung, when nothing is promotable.
+        """
+        if not self.finish_best or tickets is None or reached_top(trials, self.max_resource):
+            return None
+        ladders = self.ladders()
+        candidates: list[tuple[float | None, _Finisher]] = []  # (value at its rung, finisher)
+        for b, members in enumerate(brackets):
+            levels = ladders[b]
+            for k, level in enumerate(levels[:-1]):
+                candidates += [(t.values.get(level), _Finisher(t.number, level, levels[k + 1]))
+                               for t in members if _paused_at(t, levels, k)]
+        if not candidates:
+            return None
+        _, best = min(candidates, key=lambda c: (
+            -c[1].level, rank_key(c[1].number, c[0], self.minimize)))
+        return best
+
     def _beyond_limit(
-        self, brackets: list[list[TrialView]], prune: Mapping[int, str], resumed: int | None
+        self, brackets: list[list[TrialView]], prune: Mapping[int, str], resumed: int | None,
+        keep: int | None,
     ) -> dict[int, str]:
         """The paused trials to prune so that at most ``max_paused`` wait at a rung.
 
@@ -151,7 +204,8 @@ class _Promotion(Schedule):
         with ``above`` trials ranked above it among the ``n`` values at its rung becomes
         promotable only once ``eta * (above + 1) - n`` more trials reach the rung below it: the
         ones needing the most are pruned first (then the lower rung, then the newer trial).
-        Trials already pruned and the one resumed now do not count.
+        Trials already pruned and the one resumed now do not count; ``keep`` (the finisher)
+        counts but is never pruned (``max_paused >= 1`` leaves it room).
         """
         assert self.max_paused is not None
         ladders = self.ladders()
@@ -177,17 +231,19 @@ class _Promotion(Schedule):
         if excess <= 0:
             return {}
         waiting.sort(key=lambda w: (-w[0], w[1], -w[2]))
-        return {number: reason for _, _, number, reason in waiting[:excess]}
+        prunable = [(number, reason) for _, _, number, reason in waiting if number != keep]
+        return dict(prunable[:excess])
 
     def _unpromotable(
-        self, brackets: list[list[TrialView]], tickets: int
+        self, brackets: list[list[TrialView]], tickets: int, keep: int | None
     ) -> dict[int, str]:
         """Paused trials that can never enter the top ``floor(n_max / eta)`` of their rung.
 
         ``n_max`` = the values at the rung now, plus every trial of the bracket that may still
         reach it (running, waiting or paused below it), plus every ticket. Values at a rung are
         never removed, so the trials ranked above one (strictly better, or tied and earlier)
-        only grow: once they are ``>= n_max // eta``, it can never be promoted.
+        only grow: once they are ``>= n_max // eta``, it can never be promoted. ``keep`` (the
+        finisher) is never pruned: ``finish_best`` will resume it.
         """
         ladders = self.ladders()
         eta = self.reduction_factor
@@ -207,7 +263,7 @@ class _Promotion(Schedule):
                 position = {number: i for i, number in enumerate(ranked(values, self.minimize))}
                 for trial in waiting_here:
                     above = position.get(trial.number, len(values))  # no value: never ranks
-                    if above >= n_max // eta:
+                    if above >= n_max // eta and trial.number != keep:
                         prune[trial.number] = (
                             f"cannot be promoted at rung {level}: {above} rank above it, and at "
                             f"most {n_max} trials reach the rung ({n_max // eta} go on)")
@@ -226,6 +282,22 @@ class PromotionASHA(_Promotion):
     is ``"done"`` and every paused trial is pruned. With a bounded number of tickets, a paused
     trial that can never be promoted is pruned as soon as that is certain (bounded disk).
 
+    Finishing the best (``finish_best=True``, the default): Algorithm 2 promotes only the top
+    ``floor(n / eta)`` of a rung, so a finite study may end with no trial at ``max_resource``
+    (16 trials on rungs 1, 3, 9, 27, one slot: 5 reach 3, 1 reaches 9, ``floor(1 / 3) = 0``
+    go on to 27).
+    With bounded tickets, once they are spent and nothing is interrupted or promotable, a free
+    slot resumes the best paused trial of the highest rung (highest level, then best value,
+    NaN last, ties to the lower number) to its next rung, and again at each rung, until some
+    trial has reached ``max_resource`` (a value there, or COMPLETE); from then on the schedule is
+    the paper's again. It starts as soon as a slot is free, but not while a running trial may
+    still pause at that rung or above: that one may turn out the better one to finish (more
+    evidence, or a better value), and starting early would train two trials to the end, or the
+    weaker one. That trial is kept from every pruning (can never be promoted, ``max_paused``,
+    done) while no trial has reached ``max_resource``; the others are pruned as before. It
+    starts no new configuration, and a wall-clock budget still stops everything. With
+    ``tickets=None`` (wall-clock budget only) nothing changes.
+
     Args:
         min_resource: the first rung, in epochs (``>= 1``).
         max_resource: the last rung, in epochs (``>= min_resource``); a trial reaching it is
@@ -236,6 +308,9 @@ class PromotionASHA(_Promotion):
             checkpoints are on disk): beyond it the least promotable are pruned. ``None``: no
             bound (the paper's algorithm; with only a wall-clock budget, every trial ever
             paused keeps its checkpoint until the study ends).
+        finish_best: with bounded tickets, train the best paused trial of the highest rung on
+            to ``max_resource`` once tickets are spent and nothing is promotable, until some
+            trial has reached it (see above). ``False``: exactly Algorithm 2.
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -248,15 +323,21 @@ class PromotionASHA(_Promotion):
         Job(kind='resume', trial=1, to_epoch=3, group=None, from_scratch=False)
         >>> schedule.decide(rung1[:2], tickets=5, next_number=2).job   # floor(2 / 3) = 0
         Job(kind='start', trial=None, to_epoch=1, group=None, from_scratch=False)
+        >>> schedule.decide(rung1[:2], tickets=0, next_number=2).job   # spent: finish trial 1
+        Job(kind='resume', trial=1, to_epoch=3, group=None, from_scratch=False)
+        >>> PromotionASHA(1, 9, 3, finish_best=False).decide(rung1[:2], tickets=0,
+        ...                                                  next_number=2).job.kind
+        'done'
     """
 
     name = "promotion_asha"
 
     def __init__(
         self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool = True,
-        max_paused: int | None = None,
+        max_paused: int | None = None, finish_best: bool = True,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused)
+        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused,
+                         finish_best)
 
     def ladders(self) -> list[list[int]]:
         """The one ladder."""
@@ -268,7 +349,8 @@ class PromotionASHA(_Promotion):
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
                 f"{self.max_resource}, reduction_factor={self.reduction_factor}, "
-                f"minimize={self.minimize}, max_paused={self.max_paused})")
+                f"minimize={self.minimize}, max_paused={self.max_paused}, "
+                f"finish_best={self.finish_best})")
 
 
 class PromotionHyperband(_Promotion):
@@ -281,8 +363,10 @@ class PromotionHyperband(_Promotion):
     :class:`~lightning_hpo.pruners.HyperbandPruner` assigns it, and comes back as the start job's
     ``group``. A trial's ``group`` is its bracket (computed the same way when ``None``). A free
     slot looks for a promotion across brackets, highest rung level first (the lower bracket
-    first on equal levels), each bracket ranking its own trials. Li et al., JMLR 2018 and MLSys
-    2020.
+    first on equal levels), each bracket ranking its own trials. With ``finish_best`` a study
+    whose tickets are spent trains the best paused trial of the highest rung level across
+    brackets on to ``max_resource``, as :class:`PromotionASHA` does. Li et al., JMLR 2018 and
+    MLSys 2020.
 
     Args:
         min_resource: the first rung of bracket 0, in epochs (``>= 1``).
@@ -291,6 +375,8 @@ class PromotionHyperband(_Promotion):
         minimize: lower values are better; ``False``: higher are.
         study_name: the Optuna study's name (brackets hash it with the trial number).
         max_paused: as :class:`PromotionASHA`'s, over all brackets.
+        finish_best: as :class:`PromotionASHA`'s, over all brackets (``False``: Algorithm 2 in
+            each bracket, nothing more).
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -316,8 +402,10 @@ class PromotionHyperband(_Promotion):
         minimize: bool = True,
         study_name: str = "",
         max_paused: int | None = None,
+        finish_best: bool = True,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused)
+        super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused,
+                         finish_best)
         if not isinstance(study_name, str):
             raise ValueError(f"The value of `study_name` is {study_name!r}, but must be a str.")
         self.study_name = study_name
@@ -343,7 +431,19 @@ class PromotionHyperband(_Promotion):
         return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
                 f"{self.max_resource}, reduction_factor={self.reduction_factor}, "
                 f"minimize={self.minimize}, study_name={self.study_name!r}, "
-                f"max_paused={self.max_paused})")
+                f"max_paused={self.max_paused}, finish_best={self.finish_best})")
+
+
+def _may_overtake(trials: Sequence[TrialView], level: int) -> bool:
+    """Whether a running (or waiting) trial may still pause at rung ``level`` or above.
+
+    Such a trial may become the better one to finish (a higher rung, or a better value at the
+    same rung), so the finishing resume waits for it rather than train two trials to the end or
+    the weaker one. A trial running to a lower rung does not hold it up. No ``target``: it
+    may reach any rung.
+    """
+    return any(t.state in ("running", "waiting") and (t.target is None or t.target >= level)
+               for t in trials)
 
 
 def _paused_at(trial: TrialView, levels: Sequence[int], k: int) -> bool:

@@ -3,7 +3,8 @@
 Jamieson and Talwalkar, AISTATS 2016; brackets as in Li et al., "Hyperband", JMLR 2018. Each
 round's plan is :func:`lightning_hpo.rungs.successive_halving_plan` (Hyperband's rounds:
 :func:`lightning_hpo.rungs.hyperband_rounds`); the schedule walks a round's rungs and decides who
-goes on once a rung is full.
+goes on once a rung is full. With ``finish_best`` (the default) a last round cut short by the
+tickets still trains its best to ``max_resource`` when no trial of the study has reached it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from lightning_hpo.schedules._base import (
     has_tickets,
     ladder_of,
     rank_key,
+    reached_top,
 )
 
 __all__ = ["SyncHyperband", "SyncSuccessiveHalving"]
@@ -52,21 +54,30 @@ class _Synchronous(Schedule):
         prefact: int,
         resume: bool,
         minimize: bool,
+        finish_best: bool,
     ) -> None:
         self._levels = ladder_of(min_resource, max_resource, reduction_factor)
         argument_int("prefact", prefact, 1)
         argument_bool("resume", resume)
         argument_bool("minimize", minimize)
+        argument_bool("finish_best", finish_best)
         self.min_resource = min_resource
         self.max_resource = max_resource
         self.reduction_factor = reduction_factor
         self.prefact = prefact
         self.resume = resume
         self.minimize = minimize
+        self.finish_best = finish_best
 
     @abstractmethod
     def round_plan(self, round_index: int) -> tuple[list[int], int]:
         """Round ``round_index``'s rungs (epochs) and its configurations at the first rung."""
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
+                f"{self.max_resource}, reduction_factor={self.reduction_factor}, prefact="
+                f"{self.prefact}, resume={self.resume}, minimize={self.minimize}, "
+                f"finish_best={self.finish_best})")
 
     def decide(
         self, trials: Sequence[TrialView], *, tickets: int | None, next_number: int
@@ -78,9 +89,13 @@ class _Synchronous(Schedule):
             if trial.group is not None:
                 rounds.setdefault(trial.group, []).append(trial)
         current = max(rounds, default=-1)
+        # finish_best: the last round, once tickets are spent, while no trial reached the top
+        finishing = (self.finish_best and not has_tickets(tickets)
+                     and not reached_top(trials, self.max_resource))
         states = {
             index: self._round_state(index, sorted(members, key=lambda t: t.number),
-                                     closed=index < current or not has_tickets(tickets))
+                                     closed=index < current or not has_tickets(tickets),
+                                     finishing=finishing and index == current)
             for index, members in sorted(rounds.items())
         }
         prune: dict[int, str] = {}
@@ -104,13 +119,19 @@ class _Synchronous(Schedule):
                                            "the study finished")
         return decision_of(job, prune)
 
-    def _round_state(self, index: int, members: list[TrialView], closed: bool) -> _RoundState:
+    def _round_state(
+        self, index: int, members: list[TrialView], closed: bool, finishing: bool
+    ) -> _RoundState:
         """Walk round ``index``'s rungs up to the first one that is not decided yet.
 
         ``closed``: the first rung takes no more members (a later round exists, or no tickets).
+        ``finishing``: the last round, tickets spent, ``finish_best`` and no trial of the study
+        at ``max_resource``: cut short (fewer members than planned), the round then keeps at
+        least its best at each rung (:func:`_kept`).
         """
         levels, configs = self.round_plan(index)
         eta = self.reduction_factor
+        cut_short = finishing and len(members) < configs
         closed = closed or len(members) >= configs
         state = _RoundState()
         admitted = members
@@ -132,7 +153,7 @@ class _Synchronous(Schedule):
                 return state
             if k == len(levels) - 1:
                 return state
-            keep = len(admitted) // eta
+            keep = _kept(len(admitted), eta, finish=cut_short)
             ranked = sorted(admitted, key=lambda t: rank_key(
                 t.number, t.values.get(level), self.minimize))
             for trial in ranked[keep:]:
@@ -158,7 +179,12 @@ class SyncSuccessiveHalving(_Synchronous):
     pruned. The round ends at its top rung, or at a rung that promotes no one; then round
     ``j + 1`` starts. Strictly synchronous: a slot waits while a rung waits on running trials.
     When tickets run out before ``n0`` configurations, the round keeps ``floor(held / eta)`` of
-    what it holds at each rung. Jamieson and Talwalkar, AISTATS 2016; Li et al., JMLR 2018.
+    what it holds at each rung, which may be 0 before the top rung (2 configurations of 27 on
+    rungs 1, 3, 9, 27 with ``eta = 3``: none goes on). With ``finish_best`` (the default), while
+    no trial of the study has reached ``max_resource`` (a value there, or COMPLETE), such a
+    round keeps at least its best at each rung, so that it reaches ``max_resource``; full rounds
+    are unchanged (each reaches the top rung anyway). Jamieson and Talwalkar, AISTATS 2016; Li
+    et al., JMLR 2018.
 
     Args:
         min_resource: the first rung, in epochs (``>= 1``).
@@ -168,6 +194,9 @@ class SyncSuccessiveHalving(_Synchronous):
         resume: continue promoted trials from their checkpoint; ``False`` retrains them from
             epoch 0, as the textbook code does (58 instead of 34 epochs for rungs 2, 4, 8, 10).
         minimize: lower values are better; ``False``: higher are.
+        finish_best: a last round cut short by the tickets keeps at least its best at each rung
+            while no trial has reached ``max_resource`` (see above); ``False``: ``floor(held /
+            eta)``, the textbook rule.
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -182,6 +211,9 @@ class SyncSuccessiveHalving(_Synchronous):
         >>> decision = schedule.decide(round0, tickets=0, next_number=8)
         >>> decision.job, decision.prune
         (Job(kind='resume', trial=0, to_epoch=4, group=None, from_scratch=False), (4, 5, 6, 7))
+        >>> alone = [TrialView(0, "paused", 4, {2: 0.1, 4: 0.1}, group=0)]   # 1 ticket of 8
+        >>> schedule.decide(alone, tickets=0, next_number=1).job   # floor(1 / 2) = 0, yet 1
+        Job(kind='resume', trial=0, to_epoch=8, group=None, from_scratch=False)
     """
 
     name = "sync_sh"
@@ -194,8 +226,10 @@ class SyncSuccessiveHalving(_Synchronous):
         prefact: int = 1,
         resume: bool = True,
         minimize: bool = True,
+        finish_best: bool = True,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize)
+        super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize,
+                         finish_best)
         self._configs = rungs.successive_halving_plan(
             min_resource, max_resource=max_resource, reduction_factor=reduction_factor,
             prefact=prefact,
@@ -209,11 +243,6 @@ class SyncSuccessiveHalving(_Synchronous):
         """Every round: the full ladder and ``prefact * reduction_factor**K`` configurations."""
         argument_int("round_index", round_index, 0)
         return list(self._levels), self._configs
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
-                f"{self.max_resource}, reduction_factor={self.reduction_factor}, prefact="
-                f"{self.prefact}, resume={self.resume}, minimize={self.minimize})")
 
 
 class SyncHyperband(_Synchronous):
@@ -231,6 +260,7 @@ class SyncHyperband(_Synchronous):
         prefact: multiplies every bracket's configurations (``>= 1``).
         resume: continue promoted trials from their checkpoint (``False``: retrain).
         minimize: lower values are better; ``False``: higher are.
+        finish_best: as :class:`SyncSuccessiveHalving`'s, for the last round's bracket.
 
     Raises:
         ValueError: an argument is out of range, naming it.
@@ -254,8 +284,10 @@ class SyncHyperband(_Synchronous):
         prefact: int = 1,
         resume: bool = True,
         minimize: bool = True,
+        finish_best: bool = True,
     ) -> None:
-        super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize)
+        super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize,
+                         finish_best)
         self._rounds = rungs.hyperband_rounds(min_resource, max_resource, reduction_factor, prefact)
 
     def ladders(self) -> list[list[int]]:
@@ -268,10 +300,18 @@ class SyncHyperband(_Synchronous):
         levels, configs = self._rounds[round_index % len(self._rounds)]
         return list(levels), configs
 
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(min_resource={self.min_resource}, max_resource="
-                f"{self.max_resource}, reduction_factor={self.reduction_factor}, prefact="
-                f"{self.prefact}, resume={self.resume}, minimize={self.minimize})")
+
+def _kept(held: int, reduction_factor: int, finish: bool) -> int:
+    """How many of the ``held`` trials at a rung go on: ``floor(held / reduction_factor)``, and
+    at least 1 when ``finish`` (a round cut short, finishing its best).
+
+    Example::
+
+        >>> _kept(2, 3, finish=False), _kept(2, 3, finish=True), _kept(7, 3, finish=True)
+        (0, 1, 2)
+    """
+    kept = held // reduction_factor
+    return max(kept, 1) if finish and held else kept
 
 
 def _reached(trial: TrialView, level: int) -> bool:
