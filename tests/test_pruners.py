@@ -642,7 +642,7 @@ def test_processes_reaching_a_rung_together_lose_no_record(
     if not storage.shareable:
         pytest.skip("an in-memory storage is not shared between processes")
     levels, max_resource = [2, 4, 8], 10
-    _study(storage, ASHAPruner(2, 2, max_resource), name="race")
+    _study(storage, ASHAPruner(2, max_resource=max_resource, reduction_factor=2), name="race")
     n_workers, n_trials = 4, 3
     plans = []
     for worker in range(n_workers):
