@@ -669,3 +669,18 @@ def test_an_edited_budget_goes_on_and_says_what_changed(
     study = study_of(str(tmp_path / "t.journal"))
     assert len(study.trials) == 3 and {t.state for t in study.trials} <= FINISHED
     assert json.loads(study.user_attrs[CONFIG_ATTR])["stop"] == {"n_trials": 2}
+
+
+def test_check_on_an_sql_database_says_the_config_is_compared_by_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--check does not open Optuna's tables of an SQLite file (that may write): it says the
+    stored config is compared when the study runs, and writes nothing."""
+    database = tmp_path / "s.db"
+    monkeypatch.chdir(tmp_path)
+    code = launcher_main(["quickstart", "--check", "--set", f"storage=sqlite:///{database}",
+                          "--set", f"run_dir={tmp_path}/runs"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "not compared by --check on an SQL database" in out.out, out.out
+    assert not database.exists() and not (tmp_path / "runs").exists()

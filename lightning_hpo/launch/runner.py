@@ -131,6 +131,10 @@ def launch(
                       f"run folder {cfg.study_dir}; {plan}{source}")
         if changes is not None and changes.line() is not None:
             console.print(changes.line())
+        if spec.kind in ("sqlite", "server"):
+            console.print("An existing study's stored config is not compared by --check on an "
+                          "SQL database (opening Optuna's tables there may write); a run "
+                          "compares it before it writes anything.")
         return Outcome(None, "checked")
     from lightning_hpo.launch.study import config_changes, open_study, study_lock
     from lightning_hpo.launch.trials import recover_stale_trials
