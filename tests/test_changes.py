@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,31 @@ PROMOTION = _with("pruner.mode=promotion")
 NONE_PRUNER = _with("pruner=none", "trainer.max_epochs=9")
 FASHION = _with("data={name: fashion_mnist, root: /data}")
 CLASS_SAMPLER = _with("sampler={class: 'optuna.samplers:QMCSampler', scramble: true}")
+#: A study of a LightningCLI project (lightning_hpo.launch.cli_spec): its entry point, files and
+#: inline sections instead of registry names.
+CLI_BASE: dict[str, Any] = {
+    "study": "t",
+    "storage": f"postgresql://hpo:{SECRET}@db/studies",
+    "cli": "main:cli_main",
+    "config": ["config.yaml"],
+    "model": {"class_path": "shop.Model", "init_args": {"hidden_dim": 64}},
+    "optimizer": {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.1}},
+    "trainer": {"gradient_clip_val": 1.0},
+    "metric": "val_loss",
+    "space": {"model.init_args.dropout": {"uniform": [0.0, 0.5]},
+              "data.batch_size": {"choice": [32, 64]}},
+    "initial": [{"model.init_args.dropout": 0.1}],
+    "sampler": {"name": "random", "seed": 0},
+    "pruner": {"name": "asha", "max_resource": 9},
+    "stop": {"n_trials": 6},
+}
+#: The same project with the sections and values a LightningCLI config may have besides.
+CLI_FULL = apply_overrides(CLI_BASE, [
+    "config=[base.yaml, config.yaml]", "data={class_path: shop.Data, init_args: {root: /d}}",
+    "trainer.callbacks=[{class_path: lightning.pytorch.callbacks.LearningRateMonitor}]",
+    "trainer.logger={class_path: lightning.pytorch.loggers.CSVLogger}",
+    "trainer.benchmark=true", "lr_scheduler=torch.optim.lr_scheduler.ConstantLR",
+    "model.init_args.layers=[32, 16]", "model.init_args.extra={}"])
 
 # ------------------------------------------------------------------------------------------
 # The table: every field the grammar knows is classified.
@@ -97,7 +123,7 @@ def test_every_key_of_a_section_is_classified_by_name(section: str, spec: type) 
 def test_every_trainer_key_is_classified_by_name_with_lightnings_default() -> None:
     for key in (*TRAINER_KEYS, "logger"):
         assert f"trainer.{key}" in FIELDS, key
-    listed = {f.partition(".")[2] for f in FIELDS if f.startswith("trainer.")}
+    listed = {f.partition(".")[2] for f in FIELDS if f.startswith("trainer.")} - {"*"}
     assert listed == {*TRAINER_KEYS, "logger"}
     assert set(TRAINER_DEFAULTS) == set(TRAINER_KEYS) - {"max_epochs"}
     import lightning as L
@@ -121,8 +147,13 @@ def test_the_data_keys_that_may_change_are_arguments_of_the_built_in_data_module
     assert set(changes_module.DATA_DEFAULTS) <= allowed
 
 
-@pytest.mark.parametrize("raw", [BASE, PROMOTION, NONE_PRUNER, FASHION, CLASS_SAMPLER,
-                                 _with("heartbeat={interval: 5}", "model.dropout=0.1")])
+@pytest.mark.parametrize("raw", [
+    BASE, PROMOTION, NONE_PRUNER, FASHION, CLASS_SAMPLER,
+    _with("heartbeat={interval: 5}", "model.dropout=0.1"),
+    CLI_BASE, _with("optimizer=torch.optim.Adam", base=CLI_BASE),
+    pytest.param(CLI_FULL, id="cli-full"),
+    pytest.param(_with("trainer.benchmark=true"), id="registry-benchmark"),
+])
 def test_every_field_a_config_resolves_to_is_in_the_table(raw: dict[str, Any]) -> None:
     fields = changes_module._fields(_stored(raw))
     for field in fields:
@@ -193,6 +224,34 @@ REFUSED = [
      "1.0 -> 0.5"),
     ("val-every", ["trainer.check_val_every_n_epoch=2"], None,
      "trainer.check_val_every_n_epoch", "1 -> 2"),
+    # A LightningCLI project: another entry point, other files or another inline value.
+    ("cli", ["cli=other:cli_main"], CLI_BASE, "cli", "'main:cli_main' -> 'other:cli_main'"),
+    ("cli-default", ["cli=null"], CLI_BASE, "cli",
+     "'main:cli_main' -> 'lightning.pytorch.cli:LightningCLI'"),
+    ("config-files", ["config=[config.yaml, fast.yaml]"], CLI_BASE, "config",
+     "[config.yaml] -> [config.yaml, fast.yaml]"),
+    ("config-file-order", ["config=[b.yaml, a.yaml]"], _with("config=[a.yaml, b.yaml]",
+                                                            base=CLI_BASE),
+     "config", "[a.yaml, b.yaml] -> [b.yaml, a.yaml]"),
+    ("cli-optimizer-lr", ["optimizer.init_args.lr=0.01"], CLI_BASE, "optimizer.init_args.lr",
+     "0.1 -> 0.01"),
+    ("cli-optimizer-class", ["optimizer.class_path=torch.optim.Adam"], CLI_BASE,
+     "optimizer.class_path", "torch.optim.SGD -> torch.optim.Adam"),
+    ("cli-scheduler", ["lr_scheduler=torch.optim.lr_scheduler.ConstantLR"], CLI_BASE,
+     "lr_scheduler", "(not set) -> torch.optim.lr_scheduler.ConstantLR"),
+    ("cli-model-argument", ["model.init_args.hidden_dim=128"], CLI_BASE,
+     "model.init_args.hidden_dim", "64 -> 128"),
+    ("cli-model-class", ["model.class_path=shop.Other"], CLI_BASE, "model.class_path",
+     "shop.Model -> shop.Other"),
+    ("cli-data-argument", ["data.init_args.val_fraction=0.2"], CLI_BASE,
+     "data.init_args.val_fraction", "(not set) -> 0.2"),
+    ("cli-trainer-clip", ["trainer.gradient_clip_val=0.5"], CLI_BASE,
+     "trainer.gradient_clip_val", "1.0 -> 0.5"),
+    # The project's config file may set what a tune config leaves out: not a default here.
+    ("cli-trainer-precision", ["trainer.precision=32-true"], CLI_BASE, "trainer.precision",
+     "(not set) -> 32-true"),
+    ("cli-space-key", ["space.model.init_args.dropout={uniform: [0.0, 0.3]}"], CLI_BASE,
+     "space.model.init_args.dropout", "{uniform: [0.0, 0.5]} -> {uniform: [0.0, 0.3]}"),
 ]
 
 
@@ -211,6 +270,29 @@ def test_a_change_of_what_a_trial_is_or_how_trials_are_compared_is_refused(
     assert "study 't' was created with other settings" in text
     assert "name a new study (--set study=NEW)" in text
     assert changes.line() is None  # nothing the study could go on with
+
+
+@pytest.mark.parametrize(
+    ("overrides", "base"),
+    [pytest.param(*r[1:3], id=r[0]) for r in REFUSED],
+)
+def test_the_refusals_set_gives_the_old_value_back(
+    overrides: list[str], base: dict[str, Any] | None
+) -> None:
+    """What the refusal says to run (--set key=old, as a shell reads it) is the old config
+    again: dotted CLI keys (space.model.init_args.dropout) included."""
+    old = BASE if base is None else base
+    new = _with(*overrides, base=old)
+    error = _compare(new, old).refusal("t")
+    assert error is not None
+    restore = [c.restore() for c in _compare(new, old).of("refused")]
+    if None in restore:  # a key the study did not have: "leave out ..."
+        assert "leave out" in str(error)
+        return
+    words = shlex.split(" ".join(r for r in restore if r))
+    sets = [word for word in words if word != "--set"]
+    assert len(sets) == words.count("--set") == len(restore)
+    assert _compare(apply_overrides(new, sets), old).items == ()
 
 
 def test_every_refused_field_of_the_table_is_exercised() -> None:
@@ -296,6 +378,10 @@ ALLOWED = [
     ("on-device", ["data.on_device=false"], None, "data.on_device auto -> false"),
     ("root", ["data.root=/mnt/fashion"], FASHION, "data.root /data -> /mnt/fashion"),
     ("download", ["data.download=true"], FASHION, "data.download (not set) -> true"),
+    ("cli-n-trials", ["stop.n_trials=40"], CLI_BASE, "stop.n_trials 6 -> 40"),
+    ("cli-devices", ["devices.per_trial=2"], CLI_BASE, "devices.per_trial 1 -> 2"),
+    ("cli-logger", ["trainer.logger=csv"], _with("trainer.logger=tensorboard", base=CLI_BASE),
+     "trainer.logger tensorboard -> csv"),
 ]
 
 
@@ -380,12 +466,78 @@ SAME = [
     ("initial-key-order", ["initial=[{batch_size: 64, lr: 0.1}]"]),
     ("storage-elsewhere", ["storage=postgresql://other:pw@replica/studies"]),
 ]
+#: The same for a LightningCLI project (on CLI_BASE).
+CLI_SAME = [
+    ("identical", []),
+    ("config-as-str", ["config=config.yaml"]),
+    ("trainer-max-epochs-also", ["trainer.max_epochs=9"]),
+    ("pruner-defaults", ["pruner={name: asha, max_resource: 9, min_resource: 1, "
+                         "reduction_factor: 3, mode: stop}"]),
+    ("sections-key-order", ["optimizer={init_args: {lr: 0.1}, class_path: torch.optim.SGD}"]),
+    ("number-spelling", ["optimizer.init_args.lr=1.0e-1", "trainer.gradient_clip_val=1"]),
+    ("dotted-space-key-order", ["space={data.batch_size: {choice: [32, 64]}, "
+                                "model.init_args.dropout: {uniform: [0.0, 0.5]}}"]),
+]
 
 
 @pytest.mark.parametrize("overrides", [s[1] for s in SAME], ids=[s[0] for s in SAME])
 def test_a_default_written_out_or_another_spelling_is_no_change(overrides: list[str]) -> None:
     changes = _compare(_with(*overrides))
     assert changes.items == () and changes.refusal("t") is None and changes.line() is None
+
+
+@pytest.mark.parametrize("overrides", [s[1] for s in CLI_SAME], ids=[s[0] for s in CLI_SAME])
+def test_a_cli_config_written_another_way_is_no_change(overrides: list[str]) -> None:
+    changes = _compare(_with(*overrides, base=CLI_BASE), CLI_BASE)
+    assert changes.items == () and changes.refusal("t") is None and changes.line() is None
+
+
+def test_the_default_cli_left_out_equals_it_written_out() -> None:
+    base = {k: v for k, v in CLI_BASE.items() if k != "cli"}
+    changes = _compare(_with("cli=lightning.pytorch.cli:LightningCLI", base=base), base)
+    assert changes.items == ()
+
+
+def test_a_cli_config_resolves_to_its_entry_files_and_flattened_sections() -> None:
+    """No registry names and no Lightning defaults: the project's files may set any of them."""
+    fields = changes_module._fields(_stored(CLI_BASE))
+    assert fields["cli"] == "main:cli_main" and fields["config"] == ["config.yaml"]
+    assert {k: v for k, v in fields.items()
+            if k.startswith(("model.", "optimizer.", "trainer.", "data."))} == {
+        "model.class_path": "shop.Model", "model.init_args.hidden_dim": 64,
+        "optimizer.class_path": "torch.optim.SGD", "optimizer.init_args.lr": 0.1,
+        "trainer.gradient_clip_val": 1.0, "trainer.max_epochs": 9,
+        "trainer.logger": fields["trainer.logger"],
+    }
+    assert "model.name" not in fields and "data.name" not in fields
+    assert "trainer.precision" not in fields  # no TRAINER_DEFAULTS in CLI mode
+    assert fields["space.model.init_args.dropout"] == {"uniform": [0.0, 0.5]}
+
+
+def test_a_switch_between_registry_and_cli_is_refused() -> None:
+    changes = _compare(CLI_BASE, BASE)
+    refused = {c.field for c in changes.of("refused")}
+    assert {"cli", "config", "model.name", "model.class_path", "metric"} <= refused
+    assert changes.refusal("t") is not None
+
+
+def test_flatten() -> None:
+    flatten = changes_module._flatten
+    assert flatten({}) == {}
+    assert flatten({"model": {"class_path": "m.C", "init_args": {"lr": 1}},
+                    "optimizer": "SGD"}) == {
+        "model.class_path": "m.C", "model.init_args.lr": 1, "optimizer": "SGD"}
+    # Deep mappings all the way down; lists, empty mappings and scalars whole.
+    assert flatten({"model": {"init_args": {"net": {"init_args": {"width": 8}},
+                                            "layers": [{"a": 1}, 2], "extra": {},
+                                            "flag": None}}}) == {
+        "model.init_args.net.init_args.width": 8, "model.init_args.layers": [{"a": 1}, 2],
+        "model.init_args.extra": {}, "model.init_args.flag": None}
+    assert flatten({"trainer": {"callbacks": []}}) == {"trainer.callbacks": []}
+    assert flatten({"a": 1}, "x.") == {"x.a": 1}
+    sections = {"model": {"init_args": {"lr": 1}}}
+    flatten(sections)
+    assert sections == {"model": {"init_args": {"lr": 1}}}  # not changed
 
 
 def test_the_default_logger_left_out_equals_it_written_out(

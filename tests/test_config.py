@@ -184,7 +184,11 @@ BAD = [
     ("stop.forever", "true", "stop.forever", "unknown field"),
     ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
     ("trainer.precision", "[16]", "trainer.precision", "wrong type"),
-    ("trainer.callbacks", "[]", "trainer.callbacks", "unknown field"),
+    ("trainer.callbacks", "[]", "trainer.callbacks", "needs a LightningCLI config"),
+    ("trainer.devices", "2", "trainer.devices", "is set by the launcher"),
+    ("trainer.max_steps", "100", "trainer.max_steps", "is set by the launcher"),
+    ("trainer.1x", "1", "trainer.1x", "not a Trainer argument name"),
+    ("optimizer", "torch.optim.SGD", "optimizer", "is a LightningCLI section"),
     ("checkpoint.every", "always", "checkpoint.every", "auto, epoch, rung"),
     ("checkpoint.max_paused", "0", "checkpoint.max_paused", "integer >= 1"),
     ("checkpoint.max_paused", "true", "checkpoint.max_paused", "integer >= 1"),
@@ -365,14 +369,31 @@ def test_the_logger_is_a_launcher_setting_next_to_trainer_arguments() -> None:
     assert cfg.raw["trainer"] == {"logger": "csv", "precision": 32}  # the study keeps it
 
 
-@pytest.mark.parametrize("value", ["wandb", "TensorBoard", "true", "[csv]"],
-                         ids=["unknown", "case", "bool", "list"])
+@pytest.mark.parametrize("value", ["wandb", "TensorBoard"], ids=["unknown", "case"])
 def test_a_bad_logger_is_one_error_naming_the_choices(value: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(_with("trainer.logger", value))
     assert info.value.field == "trainer.logger"
     assert info.value.message.endswith("; allowed: tensorboard, csv"), info.value
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["true", "[csv]", "{class_path: lightning.pytorch.loggers."
+                                   "WandbLogger}"], ids=["bool", "list", "class-path"])
+def test_a_logger_that_is_not_a_name_needs_a_cli_config(value: str) -> None:
+    """Registry mode: the launcher's tensorboard | csv only; a logger object is the CLI's."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(_with("trainer.logger", value))
+    assert info.value.field == "trainer.logger"
+    assert info.value.message.startswith(f"is {_yaml_value(value)!r}, but must be tensorboard "
+                                         "or csv; a logger of your own needs a LightningCLI "
+                                         "config: ")
+    assert "cli: main:cli_main" in info.value.message  # how to give one
+    assert "\n" not in str(info.value)
+
+
+def _yaml_value(text: str) -> object:
+    return apply_overrides({}, [f"x={text}"])["x"]
 
 
 def test_tensorboard_asked_for_but_not_installed_says_what_to_install(
@@ -554,3 +575,246 @@ def test_the_default_logger_is_the_one_a_config_without_it_gets() -> None:
     from lightning_hpo.launch.config import default_logger
 
     assert parse_config(BASE).logger == default_logger()
+
+
+# --- A LightningCLI project as it is: cli:, config:, class_path (lightning_hpo.launch.cli_spec)
+
+#: The tune.yaml of the issue, next to a project trained with `python main.py fit --config
+#: config.yaml`.
+ISSUE_TUNE_YAML = """\
+study: shop
+cli: main:cli_main
+config: [config.yaml]
+metric: val_loss
+direction: minimize
+space:
+  model.hidden_dim: {randint: [16, 256]}
+  model.dropout: {uniform: [0.0, 0.5]}
+  optimizer.init_args.lr: {loguniform: [1.0e-4, 1.0e-1]}
+  data.batch_size: {choice: [32, 64, 128]}
+initial: [{model.hidden_dim: 64, optimizer.init_args.lr: 0.001}]
+pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
+devices: {per_trial: 1, trials_per_device: 1}
+stop: {n_trials: 40}
+"""
+#: The smallest CLI config: Lightning's own CLI and the shipped LeNet by its class path.
+CLI_BASE = {
+    "study": "t",
+    "model": {"class_path": "lightning_hpo.models.LeNet"},
+    "space": {"model.init_args.lr": {"loguniform": [0.01, 1.0]}},
+    "pruner": {"name": "asha", "max_resource": 9},
+    "stop": {"n_trials": 4},
+}
+
+
+def test_the_issues_tune_yaml_parses_in_cli_mode(tmp_path: Path) -> None:
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    from lightning_hpo.launch.cli_spec import CliSpec
+
+    path = tmp_path / "tune.yaml"
+    path.write_text(ISSUE_TUNE_YAML)
+    cfg = load_config(path)
+    assert cfg.cli == CliSpec("main:cli_main", ("config.yaml",), {})
+    assert cfg.cli.files == ("config.yaml",)
+    # The model, data and Trainer are the CLI's (its config files): none of the registry's.
+    assert (cfg.model, cfg.model_args, cfg.data, cfg.data_args) == ("", {}, "", {})
+    assert cfg.trainer == {}
+    assert cfg.max_epochs == 9 and cfg.pruner.max_resource == 9
+    assert (cfg.study, cfg.metric, cfg.direction) == ("shop", "val_loss", "minimize")
+    assert cfg.stop.n_trials == 40 and cfg.devices.per_trial == 1
+    assert cfg.storage == "runs/shop.journal"
+    # The CLI's dotted keys, in the file's order.
+    assert cfg.space == {
+        "model.hidden_dim": IntDistribution(16, 256),
+        "model.dropout": FloatDistribution(0.0, 0.5),
+        "optimizer.init_args.lr": FloatDistribution(1e-4, 1e-1, log=True),
+        "data.batch_size": CategoricalDistribution([32, 64, 128]),
+    }
+    # An initial configuration may give some of the keys (the sampler draws the others).
+    assert cfg.initial == [{"model.hidden_dim": 64, "optimizer.init_args.lr": 0.001}]
+    # What the study keeps reads back to the same config (JSON, as the storage holds it).
+    stored = json.loads(json.dumps(stored_config(cfg)))
+    assert parse_config(stored) == cfg
+
+
+def test_a_class_path_alone_is_lightnings_own_cli() -> None:
+    from lightning_hpo.launch.cli_spec import DEFAULT_CLI
+
+    cfg = parse_config(CLI_BASE)
+    assert cfg.cli is not None and cfg.cli.entry == DEFAULT_CLI and cfg.cli.files == ()
+    assert cfg.cli.sections == {"model": {"class_path": "lightning_hpo.models.LeNet"}}
+    assert (cfg.model, cfg.data, cfg.data_args) == ("", "", {})  # no registry digits default
+    assert cfg.metric == "validation_error"  # the launcher's defaults are the same
+
+
+def test_the_cli_sections_go_to_the_cli_and_the_launchers_settings_stay_out() -> None:
+    raw = {**CLI_BASE, "config": "config.yaml",
+           "trainer": {"logger": "csv", "max_epochs": 9, "gradient_clip_val": 1.0,
+                       "callbacks": [{"class_path": "lightning.pytorch.callbacks."
+                                      "LearningRateMonitor"}]},
+           "optimizer": {"class_path": "torch.optim.SGD", "init_args": {"momentum": 0.9}},
+           "lr_scheduler": "torch.optim.lr_scheduler.ConstantLR"}
+    cfg = parse_config(raw)
+    assert cfg.cli is not None and cfg.cli.files == ("config.yaml",)
+    assert cfg.cli.sections["trainer"] == {"gradient_clip_val": 1.0,
+                                           "callbacks": raw["trainer"]["callbacks"]}
+    assert cfg.cli.sections["optimizer"] == raw["optimizer"]
+    assert cfg.cli.sections["lr_scheduler"] == "torch.optim.lr_scheduler.ConstantLR"
+    assert (cfg.logger, cfg.trainer, cfg.max_epochs) == ("csv", {}, 9)
+
+
+def test_a_cli_logger_of_the_project_is_the_clis_and_the_launcher_keeps_its_default() -> None:
+    from lightning_hpo.launch.config import default_logger
+
+    logger = {"class_path": "lightning.pytorch.loggers.CSVLogger",
+              "init_args": {"save_dir": "logs"}}
+    cfg = parse_config({**CLI_BASE, "trainer": {"logger": logger}})
+    assert cfg.cli is not None and cfg.cli.sections["trainer"] == {"logger": logger}
+    assert cfg.logger == default_logger() and cfg.trainer == {}
+
+
+def test_cli_mode_still_checks_the_epochs_against_the_pruner() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({**CLI_BASE, "trainer": {"max_epochs": 5}})
+    assert info.value.field == "trainer.max_epochs"
+    assert "must equal pruner.max_resource (9)" in info.value.message
+    cfg = parse_config({**CLI_BASE, "pruner": "none", "trainer": {"max_epochs": 4}})
+    assert cfg.max_epochs == 4 and cfg.cli is not None and cfg.cli.sections.get("trainer") is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "words"),
+    [
+        pytest.param({"cli": "main"}, "cli", "must be 'module:name'", id="cli"),
+        pytest.param({"config": 3}, "config", "must be a file path or a list", id="config"),
+        pytest.param({"model": {"name": "lenet"}, "config": "c.yaml"}, "model.name",
+                     "is a registry name", id="registry-name"),
+        pytest.param({"data": "digits"}, "data", "must be a mapping", id="data-name-str"),
+        pytest.param({"space": {"model..lr": {"uniform": [0, 1]}}}, "space.model..lr",
+                     "dotted keys of the CLI", id="empty-part"),
+        pytest.param({"space": {"model.hidden-dim": {"randint": [1, 3]}}},
+                     "space.model.hidden-dim", "dotted keys of the CLI", id="dash"),
+        pytest.param({"space": {".lr": {"uniform": [0, 1]}}}, "space..lr",
+                     "dotted keys of the CLI", id="leading-dot"),
+        pytest.param({"initial": [{"model.init_args.momentum": 0.5}]},
+                     "initial[0].model.init_args.momentum", "not a searched hyperparameter",
+                     id="initial-unknown-key"),
+        pytest.param({"initial": [{"model.init_args.lr": 5.0}]}, "initial[0].model.init_args.lr",
+                     "outside the range", id="initial-outside"),
+        pytest.param({"trainer": {"callbacks": 3, "devices": 2}}, "trainer.devices",
+                     "is set by the launcher", id="owned-beside-callbacks"),
+    ],
+)
+def test_a_bad_cli_field_is_one_named_error(raw: dict, field: str, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({**CLI_BASE, **raw})
+    assert info.value.field == field
+    assert words in info.value.message, info.value.message
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("key", ["model.hidden_dim", "optimizer.init_args.lr", "data.batch_size"])
+def test_dotted_space_keys_are_for_cli_configs(key: str) -> None:
+    """Registry mode: hyperparameters are the model's and data module's own names."""
+    raw = {**BASE, "space": {key: {"randint": [16, 256]}}}
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw)
+    assert info.value.field == f"space.{key}"
+    assert info.value.message == "hyperparameter names must be identifiers"
+    assert list(parse_config({**CLI_BASE, "space": raw["space"]}).space) == [key]
+
+
+@pytest.mark.parametrize(
+    ("section", "value"),
+    [("optimizer", "torch.optim.Adam"),
+     ("optimizer", {"class_path": "torch.optim.Adam", "init_args": {"lr": 0.1}}),
+     ("lr_scheduler", {"class_path": "torch.optim.lr_scheduler.StepLR"})],
+    ids=["optimizer-str", "optimizer-mapping", "lr-scheduler"],
+)
+def test_optimizer_and_scheduler_sections_need_a_cli_config(section: str, value: object) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({**BASE, section: value})
+    assert info.value.field == section
+    assert info.value.message.startswith("is a LightningCLI section: give the model as model: "
+                                         "{class_path: package.module.Class}")
+    assert "cli: main:cli_main" in info.value.message
+    assert "\n" not in str(info.value)
+
+
+def test_registry_callbacks_need_a_cli_config() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({**BASE, "trainer": {"callbacks": [
+            {"class_path": "lightning.pytorch.callbacks.LearningRateMonitor"}]}})
+    assert info.value.field == "trainer.callbacks"
+    assert info.value.message.startswith("needs a LightningCLI config: ")
+    # The same callbacks in a CLI config are the CLI's.
+    cfg = parse_config({**CLI_BASE, "trainer": {"callbacks": []}})
+    assert cfg.cli is not None and cfg.cli.sections["trainer"] == {"callbacks": []}
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("gradient_clip_algorithm", "norm"), ("benchmark", True), ("num_sanity_val_steps", 0),
+     ("val_check_interval", 0.5), ("enable_model_summary", False)],
+)
+def test_registry_trainer_takes_any_lightning_argument_the_launcher_does_not_own(
+    key: str, value: object
+) -> None:
+    cfg = parse_config({**BASE, "trainer": {key: value, "gradient_clip_val": 0.5}})
+    assert cfg.trainer == {key: value, "gradient_clip_val": 0.5}
+    assert check_against_registry(cfg) == []  # a real Trainer argument: no note
+
+
+def test_an_unknown_registry_trainer_argument_is_refused_against_lightnings_trainer() -> None:
+    cfg = parse_config({**BASE, "trainer": {"not_an_arg": 1}})  # pure: not known here
+    assert cfg.trainer == {"not_an_arg": 1}
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == "trainer.not_an_arg"
+    message = info.value.message
+    assert message.startswith("is not an argument of Lightning's Trainer; allowed: ")
+    allowed = message.partition("allowed: ")[2].split(", ")
+    assert {"gradient_clip_algorithm", "benchmark", "max_epochs", "precision"} <= set(allowed)
+    # What a registry config may not set is not offered.
+    assert not {"devices", "accelerator", "strategy", "callbacks", "logger"} & set(allowed)
+
+
+@pytest.mark.parametrize("key", ["devices", "accelerator", "strategy", "num_nodes",
+                                 "default_root_dir", "enable_checkpointing", "max_steps",
+                                 "fast_dev_run"])
+@pytest.mark.parametrize("mode", ["registry", "cli"])
+def test_the_trainer_arguments_the_launcher_owns_are_refused_in_both_modes(
+    key: str, mode: str
+) -> None:
+    from lightning_hpo.launch.cli_spec import OWNED_TRAINER
+
+    base = BASE if mode == "registry" else {**CLI_BASE, "config": "config.yaml"}
+    with pytest.raises(ConfigError) as info:
+        parse_config({**base, "trainer": {key: 2}})
+    assert info.value.field == f"trainer.{key}"
+    assert info.value.message == f"is set by the launcher: {OWNED_TRAINER[key]}"
+
+
+def test_set_overrides_a_dotted_space_key_of_a_cli_config(tmp_path: Path) -> None:
+    from optuna.distributions import FloatDistribution, IntDistribution
+
+    path = tmp_path / "tune.yaml"
+    path.write_text(ISSUE_TUNE_YAML)
+    cfg = load_config(path, ["space.model.hidden_dim={randint: [8, 64]}",
+                             "space.optimizer.init_args.momentum={uniform: [0.0, 0.9]}",
+                             "space.model.dropout.uniform=[0.1, 0.2]", "stop.n_trials=5"])
+    assert cfg.space["model.hidden_dim"] == IntDistribution(8, 64)
+    assert cfg.space["optimizer.init_args.momentum"] == FloatDistribution(0.0, 0.9)
+    assert cfg.space["model.dropout"] == FloatDistribution(0.1, 0.2)
+    assert list(cfg.space) == ["model.hidden_dim", "model.dropout", "optimizer.init_args.lr",
+                               "data.batch_size", "optimizer.init_args.momentum"]
+    assert cfg.stop.n_trials == 5
+    # A registry config's space keys are names: the same override nests (and is refused).
+    with pytest.raises(ConfigError) as info:
+        parse_config(apply_overrides(BASE, ["space.model.hidden_dim={randint: [8, 32]}"]))
+    assert info.value.field.startswith("space.model")

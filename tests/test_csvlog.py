@@ -209,3 +209,84 @@ def test_resuming_trims_a_line_cut_short(tmp_path: Path) -> None:
 def test_resume_epoch_must_be_a_count_of_epochs(tmp_path: Path, bad: Any) -> None:
     with pytest.raises(ConfigError, match="resume_epoch"):
         SegmentCSVLogger(tmp_path, resume_epoch=bad)
+
+
+# --- Rows without an epoch (LearningRateMonitor's, at each epoch's start) -------------------
+
+#: 23 steps an epoch: LearningRateMonitor logs ``lr-SGD`` (no epoch) at each epoch's first
+#: step, the epoch's own row (with its epoch) comes at its last step.
+_STEPS = 23
+
+
+def _log_epochs(logger: SegmentCSVLogger, epochs: range) -> None:
+    """What a Trainer with LearningRateMonitor logs for ``epochs``: an lr row at the epoch's
+    start (step 0, 23, 46, ...), the epoch's row at its end (step 22, 45, 68, ...)."""
+    for epoch in epochs:
+        logger.log_metrics({"lr-SGD": 0.1 * 0.5**epoch}, step=_STEPS * epoch)
+        logger.save()
+        logger.log_metrics({"epoch": epoch, "train_loss": 1.0 / (epoch + 1)},
+                           step=_STEPS * epoch + _STEPS - 1)
+        logger.save()
+
+
+def _rows(folder: Path) -> list[tuple[str, str, str]]:
+    """(epoch, step, lr-SGD) of each row, in file order."""
+    _, rows = _read(folder)
+    return [(row["epoch"], row["step"], row["lr-SGD"]) for row in rows]
+
+
+def test_a_resumed_segment_keeps_the_rows_without_an_epoch_up_to_its_checkpoint(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Logged epochs 0-3, resumed from the checkpoint of 3 epochs: the lr rows at steps 0, 23
+    and 46 (epochs 0-2) stay; the one at 69 (epoch 3's start) goes with epoch 3's row; the
+    resumed segment's own follow, so the file reads as one straight run."""
+    _log_epochs(SegmentCSVLogger(tmp_path, resume_epoch=None), range(4))
+    assert [step for _, step, _ in _rows(tmp_path)] == ["0", "22", "23", "45", "46", "68",
+                                                        "69", "91"]
+    with caplog.at_level("DEBUG", logger="lightning_hpo.launch._csvlog"):
+        resumed = SegmentCSVLogger(tmp_path, resume_epoch=3)
+        resumed.experiment  # noqa: B018 (the writer trims the file when it starts)
+    assert _rows(tmp_path) == [
+        ("", "0", "0.1"), ("0", "22", ""), ("", "23", "0.05"), ("1", "45", ""),
+        ("", "46", "0.025"), ("2", "68", ""),
+    ]
+    assert any("kept 6 row(s)" in r.getMessage() and "dropped 2" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    _log_epochs(resumed, range(3, 5))
+    straight = tmp_path / "straight"
+    _log_epochs(SegmentCSVLogger(straight, resume_epoch=None), range(5))
+    assert _rows(tmp_path) == _rows(straight)
+
+
+@pytest.mark.parametrize("resume_epoch", [0, 1, 2, 3, 4, 9])
+def test_the_rows_without_an_epoch_kept_are_those_not_past_the_last_kept_epoch(
+    tmp_path: Path, resume_epoch: int
+) -> None:
+    _log_epochs(SegmentCSVLogger(tmp_path, resume_epoch=None), range(4))
+    SegmentCSVLogger(tmp_path, resume_epoch=resume_epoch).experiment  # noqa: B018
+    kept = min(resume_epoch, 4)
+    rows = _rows(tmp_path)
+    assert [epoch for epoch, _, _ in rows if epoch] == [str(e) for e in range(kept)]
+    # Every epoch kept keeps its start's lr row; none of a dropped epoch does.
+    assert [int(step) for epoch, step, _ in rows if not epoch] == [
+        _STEPS * e for e in range(kept)]
+    steps = [int(step) for _, step, _ in rows]
+    assert steps == sorted(steps)
+
+
+def test_a_row_without_an_epoch_or_a_step_is_dropped(tmp_path: Path) -> None:
+    """A row whose step cannot be read is not known to be before the checkpoint."""
+    (tmp_path / "metrics.csv").write_text(
+        "epoch,lr-SGD,loss,step\n"
+        ",0.1,,0\n"  # kept: before epoch 0's row
+        "0,,1.0,22\n"
+        ",0.2,,\n"  # no step
+        ",0.3,,x\n"  # a step that is no number
+        ",0.05,,22\n"  # at the last kept step: kept
+        ",0.05,,23\n"  # past it: dropped
+        "1,,0.5,45\n",
+        newline="",
+    )
+    SegmentCSVLogger(tmp_path, resume_epoch=1).experiment  # noqa: B018
+    assert _rows(tmp_path) == [("", "0", "0.1"), ("0", "22", ""), ("", "22", "0.05")]

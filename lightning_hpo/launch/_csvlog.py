@@ -46,7 +46,8 @@ class SegmentCSVLogger(CSVLogger):
     * ``resume_epoch=e`` (resumed from a checkpoint holding ``e`` epochs): the rows of epochs
       ``0 .. e-1`` are kept (Lightning's ``epoch`` column counts from 0), the rows of epochs
       ``>= e`` are dropped (an interrupted segment may have logged past its last checkpoint),
-      and so are rows without a readable epoch and a last line cut short by a kill; the new
+      and so is a last line cut short by a kill; a row without an epoch (a callback's, such as
+      ``LearningRateMonitor``'s) is kept when its step is not past the last kept epoch; the new
       segment's rows follow. The header keeps the file's columns, so rows logging new keys
       later still line up with the kept ones.
 
@@ -137,7 +138,9 @@ def _read_kept(path: str, resume_epoch: int) -> tuple[list[str] | None, list[dic
     """The header of ``path``, its rows of epochs ``< resume_epoch`` and how many it dropped.
 
     A last line without its line end (a kill during an append) is dropped, and so is a row
-    whose ``epoch`` is missing or not a number, or with more fields than the header.
+    with more fields than the header. A row without an epoch (a callback's, such as
+    ``LearningRateMonitor``'s at an epoch's start) is kept when its ``step`` is not past the
+    last kept epoch's; other rows without a readable epoch are dropped.
     """
     with open(path, newline="") as file:
         text = file.read()
@@ -148,21 +151,26 @@ def _read_kept(path: str, resume_epoch: int) -> tuple[list[str] | None, list[dic
     header = reader.fieldnames
     if not header:
         return None, [], 0
+    rows = [row for row in reader if None not in row]
+    kept_steps = [_number(row, "step") for row in rows
+                  if (epoch := _number(row, "epoch")) is not None and epoch < resume_epoch]
+    last_step = max((step for step in kept_steps if step is not None), default=None)
     kept: list[dict[str, Any]] = []
-    dropped = 0
-    for row in reader:
-        epoch = _epoch_of(row)
-        if epoch is not None and epoch < resume_epoch and None not in row:
-            kept.append(row)
+    for row in rows:
+        epoch, step = _number(row, "epoch"), _number(row, "step")
+        if epoch is not None:
+            keep = epoch < resume_epoch
         else:
-            dropped += 1
-    return list(header), kept, dropped
+            keep = step is not None and last_step is not None and step <= last_step
+        if keep:
+            kept.append(row)
+    return list(header), kept, reader.line_num - 1 - len(kept)
 
 
-def _epoch_of(row: dict[str, Any]) -> float | None:
-    """The row's epoch (0-based), or None when it has none."""
+def _number(row: dict[str, Any], key: str) -> float | None:
+    """The row's ``key`` as a number (epochs count from 0), or None when it has none."""
     try:
-        return float(row.get("epoch") or "")
+        return float(row.get(key) or "")
     except ValueError:
         return None
 

@@ -69,6 +69,10 @@ FIELDS: dict[str, Kind] = {
     "storage": "identity",  # may hold a password; machines may reach one study by other URLs
     # Where logs and checkpoints go (a paused trial's checkpoint path is in the study).
     "run_dir": "allowed",
+    # A LightningCLI project: another entry point or other config files build other trials
+    # (the files' content is the project's; edit them only with a new study).
+    "cli": "refused",
+    "config": "refused",
     # What a trial trains: another model or model argument is another objective.
     "model.name": "refused",
     "model.*": "refused",
@@ -83,6 +87,9 @@ FIELDS: dict[str, Kind] = {
     "data.on_device": "allowed",
     "data.root": "allowed",
     "data.download": "allowed",
+    # A LightningCLI config's optimizer and scheduler sections: what an epoch trains.
+    "optimizer.*": "refused",
+    "lr_scheduler.*": "refused",
     # What is compared, and in which direction: every recorded value would change meaning.
     "metric": "refused",
     "direction": "refused",
@@ -132,6 +139,8 @@ FIELDS: dict[str, Kind] = {
     "trainer.deterministic": "allowed",
     "trainer.log_every_n_steps": "allowed",
     "trainer.logger": "allowed",
+    # Any other Trainer argument (callbacks included): it may change what an epoch trains.
+    "trainer.*": "refused",
     # How often resume checkpoints are written, how many paused trials keep one.
     "checkpoint.every": "allowed",
     "checkpoint.max_paused": "allowed",
@@ -330,10 +339,21 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
         logger = trainer.pop("logger", None)
         raw["trainer"] = trainer
     cfg = parse_config(raw)
-    trainer_args = {**TRAINER_DEFAULTS, **cfg.trainer}
-    trainer_args["precision"] = _PRECISIONS.get(str(trainer_args["precision"]),
-                                                str(trainer_args["precision"]))
+    trainer_args = {**TRAINER_DEFAULTS, **cfg.trainer} if cfg.cli is None else {}
+    if "precision" in trainer_args:
+        trainer_args["precision"] = _PRECISIONS.get(str(trainer_args["precision"]),
+                                                    str(trainer_args["precision"]))
     heartbeat = cfg.heartbeat
+    if cfg.cli is not None:
+        project = {"cli": cfg.cli.entry, "config": list(cfg.cli.files),
+                   **_flatten(cfg.cli.sections)}
+    else:
+        project = {
+            "model.name": cfg.model,
+            **{f"model.{key}": value for key, value in cfg.model_args.items()},
+            "data.name": cfg.data,
+            **{f"data.{key}": value for key, value in {**DATA_DEFAULTS, **cfg.data_args}.items()},
+        }
     return {
         "metric": cfg.metric, "direction": cfg.direction,
         **{f"space.{name}": value for name, value in to_yaml(cfg.space).items()},
@@ -341,10 +361,7 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
         "seed": cfg.seed,  # sampler.seed, else the top-level one: renamed by compare_configs
         "sampler.class" if ":" in cfg.sampler else "sampler.name": cfg.sampler,
         **{f"sampler.{key}": value for key, value in cfg.sampler_args.items()},
-        "model.name": cfg.model,
-        **{f"model.{key}": value for key, value in cfg.model_args.items()},
-        "data.name": cfg.data,
-        **{f"data.{key}": value for key, value in {**DATA_DEFAULTS, **cfg.data_args}.items()},
+        **project,
         # pruner none trains max_epochs: its max_resource is that too, so that a change between
         # none and another pruner is only the name's
         **_section("pruner", dataclasses.replace(
@@ -359,6 +376,23 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
         "heartbeat.interval": None if heartbeat is None else heartbeat.interval,
         "heartbeat.grace_period": None if heartbeat is None else heartbeat.grace_period,
     }
+
+
+def _flatten(sections: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"model": {"init_args": {"lr": 1}}}`` -> ``{"model.init_args.lr": 1}`` (lists whole).
+
+    Example::
+
+        >>> _flatten({"model": {"class_path": "m.C", "init_args": {"lr": 1}}, "optimizer": "SGD"})
+        {'model.class_path': 'm.C', 'model.init_args.lr': 1, 'optimizer': 'SGD'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in sections.items():
+        if isinstance(value, Mapping) and value:
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
 
 def _seed_field(raw: Mapping[str, Any]) -> str:

@@ -20,7 +20,17 @@ A config is a small YAML file (see ``configs/quickstart.yaml``)::
                                         # (promotion, sync_*): see PrunerSpec
     devices: {per_trial: 1, trials_per_device: 1}
     stop: {n_trials: 20, max_wallclock_time: 600}
-    trainer: {logger: tensorboard}      # tensorboard | csv (default: tensorboard if installed)
+    trainer: {logger: tensorboard}      # tensorboard | csv (default: tensorboard if installed),
+                                        # + any Trainer argument the launcher does not own
+
+A LightningCLI project is tuned from its own config instead of ``model``/``data`` names::
+
+    cli: main:cli_main                  # the project's entry point (default: LightningCLI)
+    config: [config.yaml]               # the files `python main.py fit --config` takes
+    space: {model.hidden_dim: {randint: [16, 256]}, optimizer.init_args.lr: ...}
+
+(:mod:`lightning_hpo.launch.cli_spec`; ``model``/``data`` with a ``class_path`` do the same with
+Lightning's own CLI, and ``trainer``, ``optimizer`` and ``lr_scheduler`` are then the CLI's).
 
 Loading is :func:`load_config` (path + ``--set key.sub=value`` overrides); every problem is a
 :class:`~lightning_hpo.errors.ConfigError` naming the field. Checks that need the model and data
@@ -59,6 +69,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 
 from lightning_hpo.errors import ConfigError, field_choice, field_int
+from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, is_cli_config, parse_cli
 from lightning_hpo.launch.space import Space, check_in_space, parse_space
 
 if TYPE_CHECKING:
@@ -282,6 +293,9 @@ class Config:
     sampler_args: dict[str, Any] = field(default_factory=dict)
     #: ``trainer.logger`` resolved: ``tensorboard`` or ``csv`` (never passed to the Trainer).
     logger: Literal["tensorboard", "csv"] = "csv"
+    #: Trials built through a LightningCLI (``cli:``, ``config:``, ``class_path``), else None:
+    #: ``model``/``data`` are then ``""`` and ``trainer`` is ``{}`` (the CLI has them).
+    cli: CliSpec | None = None
 
     @property
     def study_dir(self) -> Path:
@@ -375,17 +389,49 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         except yaml.YAMLError:
             raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
         node: dict[str, Any] = out
-        parts = key.split(".")
+        parts = _override_path(out, key.split("."))
         for depth, part in enumerate(parts[:-1]):
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
+            if depth == 0 and isinstance(child, str) and part in _NAMED_SECTIONS:
+                child = node[part] = {"name": child}  # `pruner: none` -> `pruner.name=asha`
             if not isinstance(child, dict):
                 where = ".".join(parts[: depth + 1])
                 raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
             node = child
         node[parts[-1]] = value
     return out
+
+
+#: Sections that may be a bare name (``pruner: none``): an override of one of their keys reads
+#: it as ``{name: none}``.
+_NAMED_SECTIONS = ("model", "data", "pruner", "sampler")
+
+
+def _override_path(raw: Mapping[str, Any], parts: list[str]) -> list[str]:
+    """The path of an override: in a LightningCLI config a space key is one dotted name, so
+    ``space.model.hidden_dim`` is ``["space", "model.hidden_dim"]`` (the longest existing key
+    of ``space`` that starts the rest, followed by what remains; else the whole rest).
+
+    Example::
+
+        >>> cli = {"cli": "main:cli_main", "space": {"model.dropout": {"uniform": [0, 1]}}}
+        >>> _override_path(cli, ["space", "model", "hidden_dim"])
+        ['space', 'model.hidden_dim']
+        >>> _override_path(cli, ["space", "model", "dropout", "uniform"])
+        ['space', 'model.dropout', 'uniform']
+        >>> _override_path({"space": {}}, ["space", "lr", "loguniform"])
+        ['space', 'lr', 'loguniform']
+    """
+    if len(parts) <= 2 or parts[0] != "space" or not is_cli_config(raw):
+        return parts
+    space = raw.get("space")
+    keys = space if isinstance(space, Mapping) else {}
+    for end in range(len(parts), 1, -1):
+        if ".".join(parts[1:end]) in keys:
+            return ["space", ".".join(parts[1:end]), *parts[end:]]
+    return ["space", ".".join(parts[1:])]
 
 
 def shipped_configs() -> dict[str, Path]:
@@ -605,17 +651,35 @@ def _stop(raw: Any) -> StopSpec:
     )
 
 
-def _trainer(raw: Any) -> dict[str, Any]:
+def _trainer(raw: Any, cli: bool = False) -> dict[str, Any]:
+    """``trainer``: any Lightning Trainer argument but those the launcher owns.
+
+    The types of :data:`TRAINER_KEYS` are checked here; any other key is checked against the
+    Trainer's signature by :func:`check_against_registry` (a CLI config's by the CLI's parser).
+    ``logger`` is the launcher's ``tensorboard | csv``; a CLI config may instead give the CLI's
+    own logger (a class path mapping, a list of them, or true/false), and ``callbacks``.
+    """
     if not isinstance(raw, Mapping):
         raise ConfigError("trainer", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, (*TRAINER_KEYS, "logger"), "trainer")
     for key, value in raw.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ConfigError(f"trainer.{key}", "is not a Trainer argument name")
+        if key in OWNED_TRAINER:
+            raise ConfigError(f"trainer.{key}", f"is set by the launcher: {OWNED_TRAINER[key]}")
+        if not cli and key == "callbacks":
+            raise ConfigError("trainer.callbacks", f"needs a LightningCLI config: {_CLI_HOW}")
+        if not cli and key == "logger" and not isinstance(value, str | None):
+            raise ConfigError("trainer.logger", f"is {value!r}, but must be tensorboard or csv; "
+                              f"a logger of your own needs a LightningCLI config: {_CLI_HOW}")
         types = TRAINER_KEYS.get(key)
-        if types is None:  # trainer.logger: a choice, see _trainer_logger
+        if types is None or (cli and key != "max_epochs"):  # the CLI's parser checks them
             continue
         if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
             raise ConfigError(f"trainer.{key}", f"has the wrong type: {value!r}")
-    return dict(raw)
+    out = dict(raw)
+    if cli and out.get("logger") not in (None, "tensorboard", "csv"):
+        out.pop("logger")  # the CLI's own logger, in cli.sections
+    return out
 
 
 def _tensorboard_available() -> bool:
@@ -774,8 +838,9 @@ def _initial(raw: Any, space: Space) -> list[dict[str, Any]]:
 
 
 TOP_LEVEL = (
-    "study", "storage", "run_dir", "model", "data", "metric", "direction", "space", "initial",
-    "sampler", "seed", "pruner", "devices", "stop", "trainer", "checkpoint", "heartbeat",
+    "study", "storage", "run_dir", "cli", "config", "model", "data", "metric", "direction",
+    "space", "initial", "sampler", "seed", "pruner", "devices", "stop", "trainer", "optimizer",
+    "lr_scheduler", "checkpoint", "heartbeat",
 )
 
 
@@ -792,19 +857,29 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     study = _study(raw.get("study"))
     storage = _storage(_section(raw, "storage", f"runs/{study}.journal"))
     run_dir = _run_dir(_section(raw, "run_dir", "runs"))
-    model, model_args = _named(raw.get("model"), "model")
-    data, data_args = _named(raw.get("data"), "data", "digits")
+    cli = parse_cli(raw) if is_cli_config(raw) else None
+    if cli is None:
+        model, model_args = _named(raw.get("model"), "model")
+        data, data_args = _named(raw.get("data"), "data", "digits")
+        for key in ("optimizer", "lr_scheduler"):
+            if raw.get(key) is not None:
+                raise ConfigError(key, f"is a LightningCLI section: {_CLI_HOW}")
+    else:
+        model, model_args, data, data_args = "", {}, "", {}
     metric = _metric(_section(raw, "metric", "validation_error"))
     direction = field_choice("direction", _section(raw, "direction", "minimize"), DIRECTIONS)
-    space = _space(_section(raw, "space", {}), fixed={**model_args, **data_args})
+    space = _space(_section(raw, "space", {}), fixed={**model_args, **data_args},
+                   dotted=cli is not None)
     initial = _initial(_section(raw, "initial", []), space)
     sampler, sampler_args, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
     pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
     devices = _devices(_section(raw, "devices", {}))
     stop = _stop(_section(raw, "stop", {}))
-    trainer = _trainer(_section(raw, "trainer", {}))
+    trainer = _trainer(_section(raw, "trainer", {}), cli=cli is not None)
     trainer_epochs = trainer.pop("max_epochs", None)
     logger = _trainer_logger(trainer.pop("logger", None))
+    if cli is not None:
+        trainer = {}  # the CLI's section (cli.sections), parsed by the CLI's own parser
     pruner, max_epochs = _max_epochs(pruner, trainer_epochs)
     checkpoint = _checkpoint(_section(raw, "checkpoint", {}), pruner)
     return Config(
@@ -816,7 +891,14 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         checkpoint=checkpoint,
         heartbeat=_heartbeat(raw.get("heartbeat"), storage),
         logger=logger,  # type: ignore[arg-type]
+        cli=cli,
     )
+
+
+#: How a config gets ``optimizer:``, ``lr_scheduler:``, Trainer callbacks and loggers.
+_CLI_HOW = ("give the model as model: {class_path: package.module.Class} "
+            "(lightning_hpo.models.LeNet works), or name your project's CLI (cli: main:cli_main, "
+            "config: [config.yaml]); see the README, 'Your Lightning project as it is'")
 
 
 def _study(study: Any) -> str:
@@ -850,9 +932,9 @@ def _metric(metric: Any) -> str:
     return metric
 
 
-def _space(raw: Any, fixed: Mapping[str, Any]) -> Space:
+def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
     """``space``: at least one searched hyperparameter, none also ``fixed`` under model/data."""
-    space = parse_space(raw)
+    space = parse_space(raw, dotted=dotted)
     if not any(not isinstance(v, (str, int, float, bool, type(None))) for v in space.values()):
         raise ConfigError("space", "must search at least one hyperparameter")
     overlap = sorted(set(space) & set(fixed))
@@ -895,7 +977,7 @@ def _range_end(dist: Any, end: int) -> Any:
     return dist
 
 
-def check_against_registry(cfg: Config) -> None:
+def check_against_registry(cfg: Config) -> list[str]:
     """Check the model, data, hyperparameter names, values and metric against the real classes.
 
     Builds the model and the data module once at the low end and once at the high end of every
@@ -905,8 +987,15 @@ def check_against_registry(cfg: Config) -> None:
     Lightning (a few seconds); the launcher calls it once, before anything is written to the
     storage.
 
+    A LightningCLI config (``cfg.cli``) is checked against the project's CLI instead
+    (:func:`lightning_hpo.launch.project.check_cli`: its entry point, files and every space key).
+
+    Returns:
+        Lines to show once: the Trainer arguments of a project's config the launcher replaces.
+
     Raises:
-        ConfigError: naming ``model.*``, ``data.*``, ``space.*``, ``metric`` or ``sampler.*``.
+        ConfigError: naming ``model.*``, ``data.*``, ``space.*``, ``metric``, ``sampler.*``,
+            ``trainer.*``, ``cli`` or ``config``.
     """
     kwargs = sampler_kwargs(cfg, cfg.seed)
     try:
@@ -916,6 +1005,14 @@ def check_against_registry(cfg: Config) -> None:
     except (ValueError, TypeError) as error:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
+    if cfg.cli is not None:
+        import tempfile
+
+        from lightning_hpo.launch.project import check_cli
+
+        with tempfile.TemporaryDirectory(prefix="lightning-hpo-check-") as scratch:
+            return check_cli(cfg.cli, cfg.space, Path(scratch), cfg.max_epochs)
+    _check_trainer_arguments(cfg.trainer)
     from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
     from lightning_hpo.models import build_model, model_class, model_hyperparameters
 
@@ -946,3 +1043,21 @@ def check_against_registry(cfg: Config) -> None:
         raise ConfigError(
             "metric", f"'{cfg.metric}' is not logged by {cfg.model}; logged: {', '.join(logged)}"
         )
+    return []
+
+
+def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
+    """Every ``trainer.*`` key is an argument of Lightning's Trainer (imports Lightning)."""
+    from lightning.pytorch import Trainer
+
+    known = _init_parameters_of(Trainer)
+    for key in trainer:
+        if key not in known:
+            close = [name for name in known if name not in OWNED_TRAINER and name not in
+                     ("callbacks", "logger")]
+            raise ConfigError(f"trainer.{key}", "is not an argument of Lightning's Trainer; "
+                              f"allowed: {', '.join(close)}")
+
+
+def _init_parameters_of(cls: type) -> list[str]:
+    return [name for name in inspect.signature(cls).parameters if name != "self"]

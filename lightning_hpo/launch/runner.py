@@ -32,6 +32,7 @@ from rich.console import Console
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.changes import Changes
+from lightning_hpo.launch.cli_spec import DEFAULT_CLI
 from lightning_hpo.launch.config import (
     Config,
     apply_overrides,
@@ -110,7 +111,7 @@ def launch(
         ConfigError: bad input (config, registry, devices, storage, folders), naming the field.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    check_against_registry(cfg)
+    notes = check_against_registry(cfg)
     from lightning_hpo.launch.devices import detect_devices, plan_slots
 
     kind, n_devices = detect_devices(cfg.devices.accelerator, cfg.devices.count)
@@ -124,6 +125,8 @@ def launch(
     # Reads only, never creates the file or the study; a run replays a journal once, later.
     found = spec.check(replay=check)
     made = prepare_folders(cfg, write=not check)
+    for note in notes:  # what the launcher replaces in a project's config, said once
+        console.print(note)
     if check:
         changes = _changes_to_check(cfg, spec, found)
         source = f"; config file {config_file}" if config_file is not None else ""
@@ -169,7 +172,25 @@ def launch(
     display.update(sup)
     for line in summary(cfg, study, sup, why):
         console.print(line)
+    if cfg.cli is not None:
+        console.print(_best_config(cfg, study))
     return Outcome(study, why)
+
+
+def _best_config(cfg: Config, study: optuna.Study) -> str:
+    """Copy the best trial's ``config.yaml`` to ``run_dir/<study>/best_config.yaml``; the line
+    that says so (or why there is none yet)."""
+    from lightning_hpo.report.best_config import write_best_config
+
+    try:
+        number, path = write_best_config(study, cfg.study_dir / "best_config.yaml")
+    except ConfigError as error:
+        return f"No best_config.yaml: {error.message}"
+    entry = cfg.cli.entry if cfg.cli is not None else DEFAULT_CLI
+    module = entry.partition(":")[0]
+    command = (f"python {module.replace('.', '/')}.py fit" if entry != DEFAULT_CLI
+               else "your CLI's fit")
+    return f"Best trial's config: {path} (trial {number}; {command} --config {path} retrains it)"
 
 
 def _changes_to_check(cfg: Config, spec: StorageSpec, found: str) -> Changes | None:

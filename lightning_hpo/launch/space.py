@@ -101,12 +101,13 @@ def _parse_one(name: str, spec: Any, field: str) -> BaseDistribution | Any:
     return FloatDistribution(float(low), float(high), log=kind == "loguniform")
 
 
-def parse_space(raw: Any, field: str = "space") -> Space:
+def parse_space(raw: Any, field: str = "space", *, dotted: bool = False) -> Space:
     """Parse a search space from its YAML form into Optuna distributions and constants.
 
     Args:
         raw: a mapping of hyperparameter name to specification (see the module docstring).
         field: the dotted name to use in error messages.
+        dotted: names may be dotted keys (``model.init_args.lr``, a LightningCLI's keys).
 
     Returns:
         A dict of name to :class:`optuna.distributions.BaseDistribution` or constant.
@@ -118,8 +119,11 @@ def parse_space(raw: Any, field: str = "space") -> Space:
         raise ConfigError(field, f"must be a mapping of hyperparameter name to range, got {raw!r}")
     space: Space = {}
     for name, spec in raw.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ConfigError(f"{field}.{name}", "hyperparameter names must be identifiers")
+        parts = name.split(".") if isinstance(name, str) and dotted else [name]
+        if not all(isinstance(part, str) and part.isidentifier() for part in parts):
+            what = ("dotted keys of the CLI (model.hidden_dim, optimizer.init_args.lr)" if dotted
+                    else "identifiers")
+            raise ConfigError(f"{field}.{name}", f"hyperparameter names must be {what}")
         space[name] = _parse_one(name, spec, f"{field}.{name}")
     return space
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any, Literal
 
 import optuna
@@ -260,6 +261,12 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         "Dashboard: optuna-dashboard DATABASE_URL (the proxy's database; it does not speak gRPC)",
         f"Report:    python -m lightning_hpo.report --storage {storage} --study {cfg.study}",
     ]
-    if cfg.logger == "tensorboard":
+    if cfg.logger == "tensorboard" and (cfg.cli is None or _has_tensorboard_runs(cfg.study_dir)):
         lines.append(f"TensorBoard: tensorboard --logdir {cfg.study_dir}")
     return lines
+
+
+def _has_tensorboard_runs(study_dir: Path) -> bool:
+    """Whether a trial wrote a TensorBoard run (a LightningCLI project's own logger replaces
+    the launcher's, see :func:`lightning_hpo.launch.project.build_trial`)."""
+    return any(True for _ in study_dir.glob("trial_*/**/events.out.tfevents.*"))

@@ -271,11 +271,7 @@ def train(
     params = progress.params = suggest(trial, cfg.space)
     if hasattr(trial, "share"):  # a DDP slot: the other ranks train the same segment
         segment = FitRange(**share_segment(trial, dataclasses.asdict(segment)))
-    model_kwargs, data_kwargs = _constructor_kwargs(cfg, spec, params)
     seed = (cfg.seed or 0) + trial.number
-    L.seed_everything(seed, workers=True, verbose=False)
-    model = build_model(cfg.model, **model_kwargs)
-    data = build_datamodule(cfg.data, **data_kwargs)
     trial_dir = cfg.study_dir.resolve() / f"trial_{trial.number:05d}"
     pruning = PruningCallback(trial, monitor=cfg.metric)
     checkpoint = ModelCheckpoint(
@@ -288,13 +284,34 @@ def train(
         on_save=progress.saved,
     )
     callbacks = [_CoreShare(spec.threads), pruning, progress, checkpoint, RandomState(), resume]
-    trainer = _trainer(cfg, spec, segment, trial_dir, callbacks,
-                       _loggers(cfg, trial_dir, params, progress, segment))
+    loggers = _loggers(cfg, trial_dir, params, progress, segment)
+    if cfg.cli is None:
+        model_kwargs, data_kwargs = _constructor_kwargs(cfg, spec, params)
+        L.seed_everything(seed, workers=True, verbose=False)
+        model = build_model(cfg.model, **model_kwargs)
+        data: L.LightningDataModule | None = build_datamodule(cfg.data, **data_kwargs)
+        args = {**_trainer_args(cfg, spec, segment, trial_dir), **cfg.trainer}
+        args["plugins"] = [*_listed(cfg.trainer.get("plugins")), _CheckpointIO()]
+        trainer = L.Trainer(**args, callbacks=callbacks, logger=loggers)
+    else:  # the project's own LightningCLI builds them (lightning_hpo.launch.project)
+        from lightning_hpo.launch.project import build_trial
+
+        built = build_trial(cfg.cli, params, trainer_args=_trainer_args(cfg, spec, segment,
+                            trial_dir), callbacks=callbacks, loggers=loggers,
+                            trial_dir=trial_dir, seed=seed, max_epochs=cfg.max_epochs)
+        model, data, trainer, seed = built.model, built.datamodule, built.trainer, built.seed
+        if segment.checkpoint is not None and trainer.is_global_zero:
+            _keep_project_csv_logs(trainer.loggers[1:], progress.from_epoch)
+        if trainer.is_global_zero:
+            _write_config(trial_dir / "config.yaml", built.config_text)
     if trainer.is_global_zero:
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
     try:
-        trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint, weights_only=True)
+        # Our own resume checkpoints; a CLI-built model's hyperparameters hold the CLI's
+        # instantiator (a function), which torch's weights-only loading refuses.
+        trainer.fit(model, datamodule=data, ckpt_path=segment.checkpoint,
+                    weights_only=cfg.cli is None)
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
         data_path = getattr(data, "data_path", None)
@@ -344,27 +361,50 @@ def _loggers(
     return loggers
 
 
-def _trainer(
-    cfg: Config, spec: WorkerSpec, segment: FitRange, trial_dir: Path,
-    callbacks: list[L.Callback], loggers: list[Logger],
-) -> L.Trainer:
-    """The segment's Trainer on this slot's devices (DDP over several), to the segment's last
-    epoch, with ``callbacks`` and ``loggers`` and the config's ``trainer`` arguments."""
+def _trainer_args(
+    cfg: Config, spec: WorkerSpec, segment: FitRange, trial_dir: Path
+) -> dict[str, Any]:
+    """The Trainer arguments the launcher owns: this slot's devices (DDP over several), the
+    segment's last epoch, the trial's folder, quiet output, checkpoints that name their file."""
     per_trial = len(spec.devices)
-    return L.Trainer(
-        accelerator="gpu" if spec.kind == "gpu" else "cpu",
-        devices=per_trial,
-        strategy="ddp" if per_trial > 1 else "auto",
-        max_epochs=segment.to_epoch or cfg.max_epochs,
-        callbacks=callbacks,
-        plugins=[_CheckpointIO()],
-        logger=loggers,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        default_root_dir=str(trial_dir),
-        **cfg.trainer,
-    )
+    return {
+        "accelerator": "gpu" if spec.kind == "gpu" else "cpu",
+        "devices": per_trial,
+        "strategy": "ddp" if per_trial > 1 else "auto",
+        "max_epochs": segment.to_epoch or cfg.max_epochs,
+        "plugins": [_CheckpointIO()],
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+        "default_root_dir": str(trial_dir),
+    }
+
+
+def _keep_project_csv_logs(loggers: list[Logger], resume_epoch: int) -> None:
+    """A resumed segment keeps the rows of the epochs its checkpoint holds in the project's own
+    ``CSVLogger`` run (Lightning's writer deletes the file it finds), as ``metrics.csv`` does."""
+    from lightning.pytorch.loggers import CSVLogger
+
+    from lightning_hpo.launch._csvlog import _SegmentWriter
+
+    for logger in loggers:
+        if isinstance(logger, CSVLogger) and not isinstance(logger, SegmentCSVLogger):
+            os.makedirs(logger.log_dir, exist_ok=True)
+            logger._experiment = _SegmentWriter(logger.log_dir, resume_epoch)
+
+
+def _listed(value: Any) -> list[Any]:
+    """A Trainer argument that takes one item or a list, as a list (None: empty)."""
+    return [] if value is None else list(value) if isinstance(value, list) else [value]
+
+
+def _write_config(path: Path, text: str) -> None:
+    """The trial's ``config.yaml`` (``python main.py fit --config`` retrains it), written
+    whole or not at all."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
 def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> float:

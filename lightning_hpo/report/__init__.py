@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 from lightning_hpo._lazy import lazy_exports
 
 _EXPORTS = {
+    "write_best_config": "lightning_hpo.report.best_config",
     "Comparison": "lightning_hpo.report.comparison",
     "compare": "lightning_hpo.report.comparison",
     "write_compare": "lightning_hpo.report.files",
@@ -94,6 +95,7 @@ __all__ = [
     "TrialRecord",
     "compare",
     "curves_frame",
+    "write_best_config",
     "incumbent_frame",
     "limitations",
     "load",
@@ -113,6 +115,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from lightning_hpo.report.best_config import write_best_config
     from lightning_hpo.report.comparison import Comparison, compare
     from lightning_hpo.report.files import write_compare, write_report
     from lightning_hpo.report.info import StudyInfo, study_info

@@ -64,6 +64,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="rows of the best-trials table (default: 10)")
     parser.add_argument("--compare", metavar="STUDY", nargs="+",
                         help="compare studies: NAME (in --storage) or NAME@STORAGE")
+    parser.add_argument("--best-config", metavar="PATH", type=Path,
+                        help="also write the best COMPLETE trial's config.yaml there (a study "
+                        "of a LightningCLI project): python main.py fit --config PATH "
+                        "retrains it")
     return parser
 
 
@@ -151,7 +155,13 @@ def _report(args: argparse.Namespace, console: Console) -> None:
 
     if args.storage is None:
         raise ConfigError("storage", "is required: --storage URL (or a journal file path)")
-    snap = StudySnapshot.read(load(args.storage, args.study))
+    study = load(args.storage, args.study)
+    best_config = None
+    if args.best_config is not None:  # first: a study without one writes nothing at all
+        from lightning_hpo.report.best_config import write_best_config
+
+        best_config = write_best_config(study, args.best_config)
+    snap = StudySnapshot.read(study)
     out = args.out or Path("reports") / _safe(snap.info.name)
     paths = write_report(snap, out)
     info, summary, trials = snap.info, summarize(snap), trials_frame(snap)
@@ -215,6 +225,10 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     if notes:
         console.print(f"note: not drawn or estimated: {'; '.join(notes)}")
     console.print(f"Wrote {out}/: {', '.join(paths)}")
+    if best_config is not None:
+        number, path = best_config
+        console.print(f"Wrote {path}: trial {number}'s config (the project's fit --config "
+                      f"{path} retrains it)")
 
 
 def _compare(args: argparse.Namespace, console: Console) -> None:
@@ -275,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         if args.compare:
+            if args.best_config is not None:
+                raise ConfigError("best-config", "cannot be combined with --compare (name one "
+                                  "study with --study)")
             _compare(args, console)
         else:
             _report(args, console)

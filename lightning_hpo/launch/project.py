@@ -1,0 +1,438 @@
+"""Build a trial through a project's own LightningCLI, and check a config against its parser.
+
+A project runs ``python main.py fit --config config.yaml``; its entry point (``cli:``, see
+:mod:`lightning_hpo.launch.cli_spec`) is either a function that builds its CLI from ``args``
+(``def cli_main(args=None): ShopCLI(Classifier, ShopData, args=args)``) or a ``LightningCLI``
+subclass. The launcher calls it as it is, with the trial's ``fit`` command line, while
+:func:`_intercept` holds ``LightningCLI.__init__``: the project's CLI class then parses, links,
+seeds and instantiates exactly as in ``fit`` (its own parser, ``link_arguments``, ``optimizer:``
+and ``lr_scheduler:``, callbacks and loggers), with four differences the launcher owns:
+
+* only the ``fit`` subcommand is set up, and it is not run: the CLI is handed back with its
+  model, data module and Trainer (an exception the project's code cannot catch with
+  ``except Exception`` ends its function there);
+* the Trainer gets the launcher's arguments (:data:`~lightning_hpo.launch.cli_spec.OWNED_TRAINER`:
+  the slot's devices, the segment's epochs, the trial's folder) and its callbacks and loggers
+  after the project's own; the project's loggers write into the trial's folder, Lightning's
+  CSV and TensorBoard loggers one run per trial (``version: 0`` when the project leaves it
+  out, so a paused trial continues its run; the worker keeps a resumed CSV run's rows);
+* the CLI's save-config callback is off: the worker writes the trial's ``config.yaml``
+  (:attr:`Built.config_text`, the CLI's own dump of the ``fit`` config, with the trial's
+  values and seed and ``trainer.max_epochs`` the study's) so that ``python main.py fit
+  --config runs/<study>/trial_NNNNN/config.yaml`` retrains it;
+* ``seed_everything`` left at Lightning's default (``true``, a random seed) is the launcher's
+  seed for the trial (``seed + trial number``); a seed the project sets is used as it is.
+
+Importing this module imports Lightning and jsonargparse (Lightning's ``[extra]``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import inspect
+import logging
+import math
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch import Callback, LightningDataModule, LightningModule, Trainer
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.loggers import Logger
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, cli_args, format_value
+
+__all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
+
+class _Handed(BaseException):
+    """Carries the CLI out of the project's entry point (a BaseException: ``except Exception``
+    in the project's own code does not swallow it)."""
+
+    def __init__(self, cli: LightningCLI, error: Exception | None = None) -> None:
+        super().__init__("LightningCLI built")
+        self.cli = cli
+        self.error = error
+
+
+@dataclass
+class Built:
+    """What the project's CLI built for one trial.
+
+    ``config_text`` is the YAML of its ``fit`` config (what ``fit --config`` takes); ``seed``
+    the seed it ran ``seed_everything`` with (None: the config says ``false``).
+    """
+
+    model: LightningModule
+    datamodule: LightningDataModule | None
+    trainer: Trainer
+    config_text: str
+    seed: int | None
+
+
+def _entry_point(entry: str) -> Any:
+    """The object ``cli:`` names (imported from the current folder or ``PYTHONPATH``)."""
+    module_name, _, name = entry.partition(":")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))  # `python -m` adds the folder it ran in; workers too
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError("cli", f"cannot import module {module_name!r} ({error}); run the "
+                          "launcher in the project's folder, or put it on PYTHONPATH") from None
+    obj: Any = module
+    for part in name.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError("cli", f"module {module_name!r} has no {name!r}")
+        obj = getattr(obj, part)
+    if isinstance(obj, type) and not issubclass(obj, LightningCLI):
+        raise ConfigError("cli", f"{entry!r} is a class but not a LightningCLI subclass")
+    if not callable(obj):
+        raise ConfigError("cli", f"{entry!r} is not a function or a LightningCLI subclass")
+    return obj
+
+
+@contextlib.contextmanager
+def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
+               trainer_args: Callable[[LightningCLI], dict[str, Any]] | None,
+               parse_only: bool, seed: int | None) -> Iterator[None]:
+    """While active, any ``LightningCLI(...)`` parses ``args`` for ``fit``, does not run it,
+    and raises :class:`_Handed` with itself (see the module docstring)."""
+    original = LightningCLI.__init__
+
+    def init(self: LightningCLI, *positional: Any, **keywords: Any) -> None:
+        bound = inspect.signature(original).bind(self, *positional, **keywords)
+        bound.apply_defaults()
+        kwargs = dict(bound.arguments)
+        kwargs.pop("self")
+        cls = type(self)
+        kwargs.update(args=args, run=True, save_config_callback=None)
+        parser_kwargs = dict(kwargs.get("parser_kwargs") or {})
+        parser_kwargs["exit_on_error"] = False
+        parser_kwargs["fit"] = {**parser_kwargs.get("fit", {}), "exit_on_error": False}
+        kwargs["parser_kwargs"] = parser_kwargs
+        if seed is not None and kwargs.get("seed_everything_default") is True:
+            kwargs["seed_everything_default"] = seed
+        fit = cls.subcommands()["fit"]
+        self.subcommands = lambda: {"fit": fit}  # type: ignore[method-assign]
+        self._run_subcommand = lambda subcommand: None  # type: ignore[method-assign]
+
+        def parse(parser: Any, given: Any) -> None:
+            try:
+                cls.parse_arguments(self, parser, given)
+            except Exception as error:  # jsonargparse's ArgumentError, a missing file
+                raise _Handed(self, error) from error
+            if parse_only:
+                raise _Handed(self)
+
+        self.parse_arguments = parse  # type: ignore[method-assign, assignment]
+        if adjust is not None:
+            def before() -> None:
+                cls.before_instantiate_classes(self)
+                adjust(self)
+
+            self.before_instantiate_classes = before  # type: ignore[method-assign]
+        if trainer_args is not None:
+            def instantiate_trainer(**given: Any) -> Trainer:
+                return cls.instantiate_trainer(self, **{**given, **trainer_args(self)})
+
+            self.instantiate_trainer = instantiate_trainer  # type: ignore[method-assign]
+        original(self, **kwargs)
+        raise _Handed(self)
+
+    argv = sys.argv
+    LightningCLI.__init__ = init  # type: ignore[method-assign]
+    sys.argv = argv[:1]  # LightningCLI warns when given args with a command line of its own
+    try:
+        yield
+    finally:
+        LightningCLI.__init__ = original  # type: ignore[method-assign]
+        sys.argv = argv
+
+
+def _hand_over(entry: str, args: list[str], **intercept: Any) -> _Handed:
+    """Call the project's entry point under :func:`_intercept` and take the CLI it built."""
+    target = _entry_point(entry)
+    with _intercept(args, **intercept):
+        try:
+            if isinstance(target, type):
+                target()
+            elif "args" in inspect.signature(target).parameters:
+                target(args=args)
+            else:
+                target()
+        except _Handed as handed:
+            return handed
+        except SystemExit as error:  # a parser of the project's own that exits
+            raise ConfigError("cli", f"{entry!r} exited ({error.code}) before building its "
+                              "LightningCLI") from None
+    raise ConfigError("cli", f"{entry!r} returned without building a LightningCLI: name the "
+                      "function that builds it (def cli_main(args=None): MyCLI(..., args=args))"
+                      " or the LightningCLI subclass")
+
+
+def _loggers_of(section: Any) -> list[Any]:
+    """The logger entries (namespaces with ``init_args``) of a parsed ``trainer.logger``."""
+    items = section if isinstance(section, list) else [section]
+    return [item for item in items if getattr(item, "init_args", None) is not None]
+
+
+def _into_trial_folder(cli: LightningCLI, trial_dir: Path) -> None:
+    """The project's loggers write into the trial's folder (``save_dir``); Lightning's CSV and
+    TensorBoard loggers one run per trial (``version: 0`` where the project leaves it out, so a
+    resumed segment continues the run; another logger's ``version`` may name a remote run)."""
+    for item in _loggers_of(cli.config["fit.trainer.logger"]):
+        init = item.init_args
+        if "save_dir" in init:
+            init.save_dir = str(trial_dir)
+        if "version" in init and init.version is None and _is_folder_logger(item.class_path):
+            init.version = 0
+
+
+def _is_folder_logger(class_path: str) -> bool:
+    """Whether a logger class keeps its runs as ``save_dir/name/version_N`` folders."""
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return False
+    return isinstance(cls, type) and issubclass(cls, CSVLogger | TensorBoardLogger)
+
+
+def _dump(cli: LightningCLI, max_epochs: int) -> str:
+    """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs``."""
+    config = copy.deepcopy(cli.config["fit"])
+    config["trainer.max_epochs"] = max_epochs
+    parser = cli._subcommand_parsers["fit"]
+    return str(parser.dump(config, skip_none=False))
+
+
+def build_trial(
+    spec: CliSpec,
+    values: Mapping[str, Any],
+    *,
+    trainer_args: dict[str, Any],
+    callbacks: list[Callback],
+    loggers: list[Logger],
+    trial_dir: Path,
+    seed: int | None,
+    max_epochs: int,
+) -> Built:
+    """Build one trial's model, data module and Trainer through the project's CLI.
+
+    Args:
+        spec: the config's ``cli``, ``config`` files and inline sections.
+        values: the trial's hyperparameters by the CLI's dotted keys.
+        trainer_args: the Trainer arguments the launcher owns (accelerator, devices, strategy,
+            max_epochs, plugins, default_root_dir ...); ``plugins`` go after the project's.
+        callbacks: the launcher's callbacks, after the project's own.
+        loggers: the launcher's loggers (``metrics.csv`` first); with a project logger of its
+            own only the first goes before it, with ``logger: false`` only the first is kept.
+        trial_dir: the trial's folder (the project's loggers write there).
+        seed: the trial's seed where the config leaves ``seed_everything`` at its default.
+        max_epochs: ``trainer.max_epochs`` in :attr:`Built.config_text`.
+
+    Raises:
+        ConfigError: ``cli`` (cannot import or call it), or ``config`` / ``space.<key>`` (the
+            CLI's parser refused the trial's command line).
+    """
+    dumped: list[str] = []
+
+    def adjust(cli: LightningCLI) -> None:
+        dumped.append(_dump(cli, max_epochs))
+        _into_trial_folder(cli, trial_dir)
+
+    def owned(cli: LightningCLI) -> dict[str, Any]:
+        made = cli.config_init["fit.trainer"]
+        theirs = made.get("logger")
+        if theirs is None or theirs is True:
+            chosen = list(loggers)
+        elif theirs is False:
+            chosen = loggers[:1]
+        else:
+            chosen = [*loggers[:1], *(theirs if isinstance(theirs, list) else [theirs])]
+        plugins = made.get("plugins") or []
+        plugins = list(plugins) if isinstance(plugins, list) else [plugins]
+        user_callbacks = made.get("callbacks") or []
+        user_callbacks = (list(user_callbacks) if isinstance(user_callbacks, list)
+                          else [user_callbacks])
+        out = {**trainer_args, "logger": chosen, "callbacks": [*user_callbacks, *callbacks],
+               "plugins": [*plugins, *trainer_args.get("plugins", [])],
+               "enable_checkpointing": True, "max_steps": -1, "max_time": None,
+               "min_epochs": None, "fast_dev_run": False, "enable_progress_bar": False}
+        for key, quiet in (("enable_model_summary", False), ("num_sanity_val_steps", 0)):
+            if made.get(key) is None:
+                out[key] = quiet
+        return out
+
+    handed = _hand_over(spec.entry, cli_args(spec, values), adjust=adjust, trainer_args=owned,
+                        parse_only=False, seed=seed)
+    if handed.error is not None:
+        raise _parse_error(handed.error, values)
+    cli = handed.cli
+    ran = cli.config["fit.seed_everything"]
+    return Built(cli.model, cli.datamodule, cli.trainer, dumped[0],
+                 None if ran is False else int(ran))
+
+
+_KEY = re.compile(r'(?:Parser key "|--)([A-Za-z_][\w.]*)')
+
+
+def _parse_error(error: Exception, values: Mapping[str, Any]) -> ConfigError:
+    """A parser error as a ConfigError on the space key it names, else on ``config``."""
+    message = " ".join(str(error).split())
+    for key in _KEY.findall(message):
+        for name in values:
+            if key == name or key.startswith(name + "."):
+                return ConfigError(f"space.{name}", f"is refused by the CLI's parser: {message}")
+    return ConfigError("config", f"the CLI's parser refused the config: {message}")
+
+
+# ------------------------------------------------------------------------------------------
+# --check: every space key against the CLI's parser and classes.
+# ------------------------------------------------------------------------------------------
+def _ends(dist: Any) -> tuple[Any, Any, Any]:
+    """A distribution's low end, middle and high end (a constant three times)."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    if isinstance(dist, CategoricalDistribution):
+        return dist.choices[0], dist.choices[0], dist.choices[-1]
+    if isinstance(dist, IntDistribution):
+        return dist.low, (dist.low + dist.high) // 2, dist.high
+    if isinstance(dist, FloatDistribution):
+        middle = (math.sqrt(dist.low * dist.high) if dist.log else (dist.low + dist.high) / 2)
+        return dist.low, middle, dist.high
+    return dist, dist, dist
+
+
+def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
+    """Build a trial on one CPU (no launcher callbacks) and its optimizers; raise what fails."""
+    built = build_trial(spec, values, trainer_args={"accelerator": "cpu", "devices": 1,
+                        "strategy": "auto", "max_epochs": 1, "default_root_dir": str(trial_dir)},
+                        callbacks=[], loggers=[], trial_dir=trial_dir, seed=0, max_epochs=1)
+    built.model.configure_optimizers()
+
+
+@contextlib.contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Lightning's per-Trainer lines (seed, devices, tips) off while the launcher checks."""
+    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
+              max_epochs: int | None = None) -> list[str]:
+    """Check the project's entry point, files and every space key against its CLI (see
+    :func:`_check_cli`), with Lightning's per-Trainer lines off."""
+    with _quiet_lightning():
+        return _check_cli(spec, space, scratch, max_epochs)
+
+
+def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
+               max_epochs: int | None) -> list[str]:
+    """Check the project's entry point, files and every space key against its CLI.
+
+    Each key is tried at the low and the high end of its range with every other key at its
+    middle: a key the parser does not know, a value its type does not take (a float range for
+    an ``int``) or one its class refuses (also when building the optimizer and scheduler) is a
+    ``space.<key>`` error. Nothing is written but under ``scratch`` (a temporary folder).
+
+    Returns:
+        One line per Trainer argument of the project's config that the launcher replaces
+        (:func:`owned_lines`; ``max_epochs`` when it differs from the study's).
+
+    Raises:
+        ConfigError: naming ``cli``, ``config`` or ``space.<key>``.
+    """
+    for path in spec.files:
+        if not Path(path).is_file():
+            raise ConfigError("config", f"cannot read {path}: no such file (paths are relative "
+                              f"to the folder the launcher runs in, {Path.cwd()})")
+    ends = {name: _ends(dist) for name, dist in space.items()}
+    middle = {name: three[1] for name, three in ends.items()}
+    try:
+        _try(spec, middle, scratch)
+    except ConfigError as error:
+        name = error.field.removeprefix("space.")
+        if name not in middle:
+            raise
+        raise ConfigError(error.field, f"the middle {format_value(middle[name])} of its range "
+                          f"{error.message}") from None
+    except Exception as error:
+        raise _middle_refused(spec, middle, scratch, error) from None
+    for name, (low, _, high) in ends.items():
+        for label, value in (("low", low), ("high", high)):
+            try:
+                _try(spec, {**middle, name: value}, scratch)
+            except ConfigError as error:
+                if error.field == f"space.{name}":
+                    raise ConfigError(error.field, f"the {label} end {format_value(value)} "
+                                      f"{error.message}") from None
+                raise
+            except Exception as error:
+                raise ConfigError(f"space.{name}", f"the {label} end {format_value(value)} is "
+                                  f"refused: {type(error).__name__}: {error}") from None
+    handed = _hand_over(spec.entry, cli_args(spec, middle), adjust=None, trainer_args=None,
+                        parse_only=True, seed=None)
+    return owned_lines(handed.cli.config["fit.trainer"], max_epochs)
+
+
+def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
+                    error: Exception) -> ConfigError:
+    """The key to blame when the project refuses the middle of every range: the one whose
+    removal (its default from the config files) makes the trial build."""
+    reason = f"{type(error).__name__}: {error}"
+    for name, value in middle.items():
+        rest = {key: other for key, other in middle.items() if key != name}
+        try:
+            _try(spec, rest, scratch)
+        except Exception:  # noqa: S112 (not this key: try the next)
+            continue
+        return ConfigError(f"space.{name}", f"the middle {format_value(value)} of its range is "
+                           f"refused: {reason}")
+    return ConfigError("space", f"the project refuses a trial with every value at the middle "
+                       f"of its range ({middle}): {reason}")
+
+
+def owned_lines(trainer: Mapping[str, Any], max_epochs: int | None = None) -> list[str]:
+    """``trainer.devices=4 in the project's config is replaced: ...``, one line per owned
+    Trainer argument the project's parsed config sets to something but its default, and one
+    for a ``max_epochs`` other than the study's.
+
+    Example::
+
+        >>> owned_lines({"devices": 4, "accelerator": "auto", "max_epochs": 20}, 9)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ["trainer.max_epochs=20 in the project's config is replaced: the pruner decides, up to
+          pruner.max_resource (9 epochs)",
+         "trainer.devices=4 in the project's config is replaced: each trial runs on its slot's
+          devices (set devices.per_trial)"]
+    """
+    defaults = {key: param.default for key, param in
+                inspect.signature(Trainer.__init__).parameters.items()}
+    lines = []
+    given = trainer.get("max_epochs")
+    if max_epochs is not None and given is not None and given != max_epochs:
+        lines.append(f"trainer.max_epochs={given} in the project's config is replaced: the "
+                     f"pruner decides, up to pruner.max_resource ({max_epochs} epochs)")
+    for key, why in OWNED_TRAINER.items():
+        value = trainer.get(key, defaults.get(key))
+        if key in defaults and value != defaults[key]:
+            shown = format_value(value) if isinstance(value, str | int | float) else repr(value)
+            lines.append(f"trainer.{key}={shown} in the project's config is "
+                         f"replaced: {why}")
+    return lines

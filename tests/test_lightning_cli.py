@@ -1,0 +1,507 @@
+"""Tuning a LightningCLI project as it is, end to end: ``examples/lightning_cli`` (``main.py``
+with its ``ShopCLI``, ``config.yaml``, ``tune.yaml``) is copied into a temporary folder and tuned
+there with ``python -m lightning_hpo.launch tune.yaml`` as a stranger would, shrunk with
+``--set`` (a few trials, a few batches per epoch); the study, the trial folders and
+``best_config.yaml`` are read back.
+
+* ASHA (stop mode) on 2 slots: each trial's ``config.yaml`` holds its values, the project's
+  callback (``epochs.txt``) and logger (``lightning_logs/version_0``) ran in the trial's folder,
+  the launcher's ``metrics.csv`` has the project's ``lr-SGD``; ``best_config.yaml`` is the best
+  COMPLETE trial's and retrains with the project's own ``python main.py fit --config``;
+* promotion ASHA: a paused and resumed trial continues the CLI-built StepLR exactly;
+* DDP (2 processes per trial), Lightning's default CLI in subclass mode through
+  ``lightning_hpo.launch.run`` (in this process), a metric the model never logs;
+* ``--check`` (in this process, through the launcher's ``main``): bad input is one
+  ``error: <field>: ...`` line and exit code 2, with nothing written.
+
+Launches are real multi-process runs (``slow``). Builders: lightning_hpo.launch.project,
+lightning_hpo.launch.cli_spec; the report's copy of the best config:
+tests/test_report_best_config.py.
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from _support import ddp_clean_env, run_job
+from optuna.trial import FrozenTrial, TrialState
+
+from lightning_hpo.launch.__main__ import main as launcher_main
+from lightning_hpo.schema import ATTR
+from lightning_hpo.storage import open_storage
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "lightning_cli"
+PROJECT_FILES = ("main.py", "config.yaml", "tune.yaml")
+STUDY = "shop"
+#: Two training batches and one validation batch per epoch: every epoch takes milliseconds.
+TINY = ("--set", "trainer.limit_train_batches=2", "--set", "trainer.limit_val_batches=1")
+LAUNCH_TIMEOUT = 300
+
+
+# ------------------------------------------------------------------------------------------
+# Helpers: a copy of the project, running the launcher in it, reading what it wrote.
+
+
+def _copy_project(folder: Path) -> Path:
+    """The example project's files in ``folder`` (nothing else: no runs, no logs)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PROJECT_FILES:
+        shutil.copy(EXAMPLE / name, folder / name)
+    return folder
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A fresh copy of the example project."""
+    return _copy_project(tmp_path / "shop")
+
+
+def _launch(
+    folder: Path, *args: str, config: str = "tune.yaml"
+) -> subprocess.CompletedProcess[str]:
+    """``python -m lightning_hpo.launch CONFIG --quiet ARGS`` in ``folder``, to its end (its DDP
+    ranks too), in an environment without another DDP job's variables."""
+    return run_job([sys.executable, "-m", "lightning_hpo.launch", config, "--quiet", *args],
+                   cwd=folder, env=ddp_clean_env(), timeout=LAUNCH_TIMEOUT)
+
+
+def _output(result: subprocess.CompletedProcess[str]) -> str:
+    return f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-4000:]}"
+
+
+def _study(folder: Path, name: str = STUDY) -> optuna.Study:
+    """The study the launcher wrote in ``folder`` (the default storage ``runs/<study>.journal``)."""
+    storage = open_storage(str(folder / "runs" / f"{name}.journal"), create=False)
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def _trial_dir(folder: Path, trial: FrozenTrial, name: str = STUDY) -> Path:
+    path = folder / "runs" / name / f"trial_{trial.number:05d}"
+    assert Path(trial.user_attrs[ATTR.LOG_DIR]).resolve() == path.resolve()
+    return path
+
+
+def _epochs(trial: FrozenTrial) -> int:
+    """Epochs the trial trained: one reported value per epoch, 1..N."""
+    steps = sorted(trial.intermediate_values)
+    assert steps == list(range(1, len(steps) + 1)), (trial.number, steps)
+    return len(steps)
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def _epochs_logged(rows: list[dict[str, str]], column: str) -> list[int]:
+    """The epoch of each row that logs ``column`` (Lightning's epochs count from 0)."""
+    return [int(float(row["epoch"])) for row in rows if row.get(column)]
+
+
+def _lr_by_epoch(rows: list[dict[str, str]]) -> dict[int, float]:
+    """``lr-SGD`` by epoch: LearningRateMonitor logs it at each epoch's start, in a row without
+    an epoch; it belongs to the epoch of the next row that has one."""
+    out: dict[int, float] = {}
+    pending: list[float] = []
+    for row in rows:
+        if row.get("lr-SGD"):
+            pending.append(float(row["lr-SGD"]))
+        elif row.get("epoch") and pending:
+            epoch = int(float(row["epoch"]))
+            assert len(pending) == 1 and epoch not in out, (epoch, pending, out)
+            out[epoch] = pending.pop()
+    assert not pending, f"lr-SGD logged for an epoch that logged nothing else: {pending}"
+    return out
+
+
+def _epochs_txt(trial_dir: Path) -> list[int]:
+    """The lines the project's EpochLog callback appended in the trial's folder."""
+    return [int(line) for line in (trial_dir / "epochs.txt").read_text().split()]
+
+
+def _write_yaml(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _tune_variant(folder: Path, name: str, **fields: Any) -> str:
+    """``folder/name``: the project's tune.yaml with ``fields`` replacing top-level entries
+    (``space``: its keys added to the project's space, or replacing those of the same name)."""
+    raw = yaml.safe_load((folder / "tune.yaml").read_text())
+    raw["space"].update(fields.pop("space", {}))
+    raw.update(fields)
+    _write_yaml(folder / name, raw)
+    return name
+
+
+def _nothing_written(folder: Path) -> None:
+    assert not (folder / "runs").exists(), sorted(p.name for p in folder.iterdir())
+    assert not list(folder.rglob("*.journal*"))
+
+
+# ------------------------------------------------------------------------------------------
+# 1-2. ASHA (stop mode) on 2 slots, and retraining its best config with the project's fit.
+
+
+@pytest.fixture(scope="module")
+def asha(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """4 trials, rungs 1 and 3, 2 slots (the example's 2-core default)."""
+    folder = _copy_project(tmp_path_factory.mktemp("asha") / "shop")
+    result = _launch(folder, "--set", "stop.n_trials=4", "--set", "pruner.max_resource=3",
+                     "--set", "devices.count=2", *TINY)
+    return folder, result
+
+
+@pytest.mark.slow
+def test_asha_trials_run_the_projects_callback_and_logger_in_their_folders(
+    asha: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    folder, result = asha
+    assert result.returncode == 0, _output(result)
+    study = _study(folder)
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 4
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}, \
+        [(t.number, t.state.name, t.user_attrs.get(ATTR.FAIL_REASON)) for t in trials]
+    assert {t.user_attrs[ATTR.SLOT] for t in trials} <= {0, 1}
+    for trial in trials:
+        where = _trial_dir(folder, trial)
+        epochs = _epochs(trial)
+        assert epochs == (3 if trial.state == TrialState.COMPLETE else 1), trial.number
+        # The trial's fit config, with its values where the CLI keeps them.
+        config = yaml.safe_load((where / "config.yaml").read_text())
+        params = trial.params
+        assert config["model"]["hidden_dim"] == params["model.hidden_dim"]
+        assert config["model"]["dropout"] == pytest.approx(params["model.dropout"])
+        assert config["optimizer"]["class_path"] == "torch.optim.SGD"
+        assert config["optimizer"]["init_args"]["lr"] == pytest.approx(
+            params["optimizer.init_args.lr"])
+        assert config["optimizer"]["init_args"]["momentum"] == 0.9  # the project's, kept
+        assert config["data"]["batch_size"] == params["data.batch_size"]
+        assert config["lr_scheduler"]["init_args"] == {"step_size": 3, "gamma": 0.5,
+                                                       "last_epoch": -1}
+        assert config["trainer"]["max_epochs"] == 3  # the study's, not the project's 9
+        assert config["trainer"]["limit_train_batches"] == 2
+        # The project's callback ran once per epoch, in the trial's folder.
+        assert _epochs_txt(where) == list(range(1, epochs + 1)), trial.number
+        # The launcher's metrics.csv holds the project's LearningRateMonitor column.
+        rows = _rows(where / "metrics.csv")
+        assert {"lr-SGD", "val_loss"} <= set(rows[0]), list(rows[0])
+        assert _epochs_logged(rows, "val_loss") == list(range(epochs))
+        assert sorted(_lr_by_epoch(rows)) == list(range(epochs))
+        # The project's own CSVLogger wrote one run, inside the trial's folder.
+        runs = where / "lightning_logs"
+        assert sorted(p.name for p in runs.iterdir()) == ["version_0"]
+        theirs = _rows(runs / "version_0" / "metrics.csv")
+        assert _epochs_logged(theirs, "val_loss") == list(range(epochs))
+    assert not (folder / "logs").exists()  # the project's save_dir is not used by trials
+    assert not (folder / "epochs.txt").exists()
+    # The best COMPLETE trial's config, copied with a header line.
+    best = study.best_trial
+    assert best.state == TrialState.COMPLETE
+    copied = (folder / "runs" / STUDY / "best_config.yaml").read_text()
+    header, _, body = copied.partition("\n")
+    assert header == f"# trial {best.number} of study '{STUDY}', the best COMPLETE trial"
+    assert body == (_trial_dir(folder, best) / "config.yaml").read_text()
+    assert "best_config.yaml" in result.stdout
+
+
+@pytest.mark.slow
+def test_the_best_config_retrains_with_the_projects_own_fit(
+    asha: tuple[Path, subprocess.CompletedProcess[str]], project: Path,
+) -> None:
+    """``python main.py fit --config .../best_config.yaml``, in another copy of the project."""
+    folder, result = asha
+    assert result.returncode == 0, _output(result)
+    path = folder / "runs" / STUDY / "best_config.yaml"
+    best = yaml.safe_load(path.read_text())
+    # The launcher's redirections are not in it: the project's own folders.
+    assert best["trainer"]["default_root_dir"] is None
+    assert best["trainer"]["logger"]["init_args"]["save_dir"] == "logs"
+    fit = run_job([sys.executable, "main.py", "fit", "--config", str(path),
+                   "--trainer.max_epochs=1", "--trainer.limit_train_batches=2",
+                   "--trainer.limit_val_batches=1", "--trainer.enable_progress_bar=false"],
+                  cwd=project, env=ddp_clean_env(), timeout=LAUNCH_TIMEOUT)
+    assert fit.returncode == 0, _output(fit)
+    assert (project / "logs" / "lightning_logs" / "version_0" / "metrics.csv").is_file()
+
+
+# ------------------------------------------------------------------------------------------
+# 3. Promotion ASHA: paused trials resume the CLI-built optimizer and scheduler.
+
+
+@pytest.fixture(scope="module")
+def promotion(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, optuna.Study]:
+    """4 trials, rungs 1, 3, 9 (min 1, max 9, reduction 3), paused at each rung."""
+    folder = _copy_project(tmp_path_factory.mktemp("promotion") / "shop")
+    result = _launch(folder, "--set", "stop.n_trials=4", "--set", "pruner.mode=promotion",
+                     "--set", "pruner.min_resource=1", "--set", "pruner.max_resource=9",
+                     "--set", "pruner.reduction_factor=3", "--set", "devices.count=2", *TINY)
+    assert result.returncode == 0, _output(result)
+    return folder, _study(folder)
+
+
+def _resumed(trial: FrozenTrial) -> list[int]:
+    """The epochs the trial's segments resumed from (a checkpoint holding that many)."""
+    return [s["from_epoch"] for s in trial.user_attrs[ATTR.SEGMENTS] if s["from_epoch"] > 0]
+
+
+@pytest.mark.slow
+def test_promotion_resumes_the_cli_built_step_lr_exactly(
+    promotion: tuple[Path, optuna.Study],
+) -> None:
+    folder, study = promotion
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 4
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}, \
+        [(t.number, t.state.name, t.user_attrs.get(ATTR.FAIL_REASON)) for t in trials]
+    crossed = []  # resumed trials that trained past StepLR's first step (epoch 3)
+    for trial in trials:
+        where = _trial_dir(folder, trial)
+        epochs = _epochs(trial)
+        lr0 = trial.params["optimizer.init_args.lr"]
+        lrs = _lr_by_epoch(_rows(where / "metrics.csv"))
+        assert sorted(lrs) == list(range(epochs)), (trial.number, lrs)
+        expected = [lr0 * 0.5 ** (epoch // 3) for epoch in range(epochs)]
+        assert [lrs[epoch] for epoch in range(epochs)] == pytest.approx(expected, rel=1e-9), \
+            (trial.number, _resumed(trial))
+        assert _epochs_txt(where) == list(range(1, epochs + 1)), (trial.number, _resumed(trial))
+        if _resumed(trial) and epochs > 3:
+            crossed.append(trial.number)
+    assert crossed, [(t.number, _epochs(t), _resumed(t)) for t in trials]
+
+
+@pytest.mark.slow
+def test_a_resumed_trials_own_csv_logger_keeps_every_epoch(
+    promotion: tuple[Path, optuna.Study],
+) -> None:
+    folder, study = promotion
+    resumed = [t for t in study.get_trials(deepcopy=False) if _resumed(t)]
+    assert resumed
+    for trial in resumed:
+        theirs = _rows(_trial_dir(folder, trial) / "lightning_logs" / "version_0" / "metrics.csv")
+        assert _epochs_logged(theirs, "val_loss") == list(range(_epochs(trial))), trial.number
+
+
+# ------------------------------------------------------------------------------------------
+# 4. DDP: 2 processes per trial.
+
+
+@pytest.mark.slow
+def test_ddp_trials_of_a_cli_project_complete(project: Path) -> None:
+    """The project as it is (its LearningRateMonitor, EpochLog and CSVLogger), 2 CPU
+    processes per trial."""
+    result = _launch(project, "--set", "devices.per_trial=2", "--set", "devices.count=2",
+                     "--set", "stop.n_trials=2", "--set", "pruner.min_resource=1",
+                     "--set", "pruner.max_resource=2", *TINY)
+    assert result.returncode == 0, _output(result)
+    trials = _study(project).get_trials(deepcopy=False)
+    assert len(trials) == 2
+    assert all(t.state != TrialState.FAIL for t in trials), \
+        [t.user_attrs.get(ATTR.FAIL_REASON) for t in trials]
+    assert {t.user_attrs[ATTR.DEVICE] for t in trials} == {"cpu:0,1"}
+    for trial in trials:
+        where = _trial_dir(project, trial)
+        assert (where / "config.yaml").is_file()
+        rows = _rows(where / "metrics.csv")
+        assert _epochs_logged(rows, "val_loss") == list(range(_epochs(trial)))
+        assert sorted(_lr_by_epoch(rows)) == list(range(_epochs(trial)))
+        assert _epochs_txt(where) == list(range(1, _epochs(trial) + 1))  # the user's callback
+
+
+def _import_example(folder: Path) -> Any:
+    """The project's ``main.py`` as a module of another name (``main`` stays unimported)."""
+    spec = importlib.util.spec_from_file_location("lightning_cli_example_main", folder / "main.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _CountingStrategy:
+    def __init__(self) -> None:
+        self.broadcasts = 0
+
+    def broadcast(self, obj: Any, src: int = 0) -> Any:
+        self.broadcasts += 1
+        return obj
+
+
+class _RankTrainer:
+    """What EpochLog reads of a Trainer on one DDP rank; ``log_dir`` is a broadcast, as in
+    Lightning (its docstring: "You must call this on all processes")."""
+
+    def __init__(self, rank: int, folder: Path) -> None:
+        self.is_global_zero = rank == 0
+        self.global_rank = rank
+        self.current_epoch = 0
+        self.default_root_dir = str(folder)
+        self.strategy = _CountingStrategy()
+
+    @property
+    def log_dir(self) -> str:
+        return self.strategy.broadcast(self.default_root_dir)
+
+
+def test_the_example_callback_makes_the_same_collective_calls_on_every_rank(
+    project: Path, tmp_path: Path,
+) -> None:
+    callback = _import_example(project).EpochLog()
+    ranks = [_RankTrainer(rank, tmp_path) for rank in (0, 1)]
+    for trainer in ranks:
+        callback.on_train_epoch_end(trainer, None)
+    rank0, rank1 = (trainer.strategy.broadcasts for trainer in ranks)
+    assert rank0 == rank1, f"broadcasts: rank 0 {rank0}, rank 1 {rank1}"
+
+
+# ------------------------------------------------------------------------------------------
+# In this process: lightning_hpo.launch.run and the launcher's --check.
+
+
+@pytest.fixture
+def here(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Work in the project's folder in this process; afterwards the project's ``main`` module,
+    ``sys.path``, the environment (Lightning's ``PL_GLOBAL_SEED``) and Optuna's verbosity are
+    as they were."""
+    monkeypatch.chdir(project)
+    path, environ = list(sys.path), dict(os.environ)
+    module = sys.modules.get("main")
+    verbosity = optuna.logging.get_verbosity()
+    try:
+        yield project
+    finally:
+        sys.path[:] = path
+        os.environ.clear()
+        os.environ.update(environ)
+        if module is None:
+            sys.modules.pop("main", None)
+        else:
+            sys.modules["main"] = module
+        optuna.logging.set_verbosity(verbosity)
+
+
+@pytest.mark.slow
+def test_run_tunes_a_subclass_mode_project_with_lightnings_own_cli(here: Path) -> None:
+    """No ``cli:``: Lightning's LightningCLI, the classes by class_path, through
+    lightning_hpo.launch.run with a dict."""
+    import lightning_hpo.launch
+
+    study = lightning_hpo.launch.run({
+        "study": "sub",
+        "model": {"class_path": "main.Classifier",
+                  "init_args": {"in_features": 64, "num_classes": 10}},
+        "data": {"class_path": "main.DigitsData"},
+        "optimizer": {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.1}},
+        "trainer": {"limit_train_batches": 2, "limit_val_batches": 1},
+        "metric": "val_loss",
+        "space": {"model.init_args.hidden_dim": {"randint": [16, 64]},
+                  "optimizer.init_args.lr": {"loguniform": [0.01, 0.3]}},
+        "sampler": {"name": "random", "seed": 0},
+        "pruner": {"name": "asha", "min_resource": 1, "max_resource": 2,
+                   "reduction_factor": 2},
+        "devices": {"accelerator": "cpu", "count": 2},
+        "stop": {"n_trials": 3},
+    })
+    assert isinstance(study, optuna.Study) and study.study_name == "sub"
+    trials = study.get_trials(deepcopy=False)
+    assert len(trials) == 3
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}, \
+        [(t.number, t.state.name, t.user_attrs.get(ATTR.FAIL_REASON)) for t in trials]
+    assert _study(here, "sub").best_trial.number == study.best_trial.number
+    for trial in trials:
+        where = _trial_dir(here, trial, "sub")
+        hidden, lr = (trial.params[key] for key in ("model.init_args.hidden_dim",
+                                                    "optimizer.init_args.lr"))
+        config = yaml.safe_load((where / "config.yaml").read_text())
+        assert config["model"]["class_path"] == "main.Classifier"
+        assert config["model"]["init_args"]["hidden_dim"] == hidden
+        assert config["optimizer"]["init_args"]["lr"] == pytest.approx(lr)
+        hparams = yaml.safe_load((where / "hparams.yaml").read_text())  # the model's own
+        assert (hparams["hidden_dim"], hparams["in_features"]) == (hidden, 64)
+    best = (here / "runs" / "sub" / "best_config.yaml").read_text()
+    assert best.startswith(f"# trial {study.best_trial.number} of study 'sub'")
+
+
+def _check(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = launcher_main([*argv, "--check"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_check_passes_the_example_and_writes_nothing(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _check("tune.yaml", capsys=capsys)
+    assert code == 0, out + err
+    assert "config OK: study 'shop'" in out, out
+    _nothing_written(here)
+
+
+def test_check_says_once_that_the_projects_trainer_devices_is_replaced(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    raw = yaml.safe_load((here / "config.yaml").read_text())
+    raw["trainer"]["devices"] = 3
+    _write_yaml(here / "config_devices.yaml", raw)
+    tune = _tune_variant(here, "tune_devices.yaml", config=["config_devices.yaml"])
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 0, out + err
+    said = [line for line in out.splitlines() if "trainer.devices=3" in line]
+    assert len(said) == 1 and "replaced" in said[0], out
+    assert "config OK" in out
+    _nothing_written(here)
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        pytest.param({"space": {"model.nope": {"randint": [1, 4]}}}, "space.model.nope", "",
+                     id="unknown-key"),
+        pytest.param({"space": {"model.hidden_dim": {"uniform": [16, 64]}}},
+                     "space.model.hidden_dim", "", id="float-range-for-int"),
+        pytest.param({"space": {"model.dropout": {"uniform": [0.0, 1.5]}}},
+                     "space.model.dropout", "high end", id="refused-high-end"),
+        pytest.param({"config": ["missing.yaml"]}, "config", "missing.yaml", id="missing-config"),
+        pytest.param({"cli": "main:nope"}, "cli", "nope", id="bad-cli"),
+        pytest.param({"trainer": {"devices": 2}}, "trainer.devices", "", id="owned-trainer"),
+    ],
+)
+def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(
+    here: Path, capsys: pytest.CaptureFixture[str], fields: dict[str, Any], field: str,
+    words: str,
+) -> None:
+    tune = _tune_variant(here, "tune_bad.yaml", **fields)
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), lines
+    assert words in lines[0], lines[0]
+    assert "config OK" not in out
+    _nothing_written(here)
+
+
+# ------------------------------------------------------------------------------------------
+# 8. A metric the model never logs.
+
+
+@pytest.mark.slow
+def test_a_metric_never_logged_fails_the_trial_naming_what_was_logged(project: Path) -> None:
+    result = _launch(project, "--set", "metric=val_nope", "--set", "stop.n_trials=1",
+                     "--set", "devices.count=1", "--set", "pruner.max_resource=3", *TINY)
+    assert result.returncode == 0, _output(result)
+    (trial,) = _study(project).get_trials(deepcopy=False)
+    assert trial.state == TrialState.FAIL
+    reason = trial.user_attrs[ATTR.FAIL_REASON]
+    assert "val_nope" in reason and "val_loss" in reason and "val_acc" in reason, reason
+    assert not (project / "runs" / STUDY / "best_config.yaml").exists()  # nothing COMPLETE
