@@ -473,6 +473,7 @@ def test_check_says_once_that_the_projects_trainer_devices_is_replaced(
         pytest.param({"space": {"model.dropout": {"uniform": [0.0, 1.5]}}},
                      "space.model.dropout", "high end", id="refused-high-end"),
         pytest.param({"config": ["missing.yaml"]}, "config", "missing.yaml", id="missing-config"),
+        pytest.param({"config": ["."]}, "config", "a folder, not a file", id="folder-as-config"),
         pytest.param({"cli": "main:nope"}, "cli", "nope", id="bad-cli"),
         pytest.param({"trainer": {"devices": 2}}, "trainer.devices", "", id="owned-trainer"),
     ],
@@ -488,6 +489,27 @@ def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(
     assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), lines
     assert words in lines[0], lines[0]
     assert "config OK" not in out
+    _nothing_written(here)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        pytest.param("trainer:\n  nope: 3\n", "does not accept option 'trainer.nope'",
+                     id="unknown-key"),
+        pytest.param("trainer:\n  max_epochs: [\n", "Problems parsing config", id="not-yaml"),
+    ],
+)
+def test_check_names_the_project_file_its_parser_refuses(
+    here: Path, capsys: pytest.CaptureFixture[str], text: str, words: str,
+) -> None:
+    (here / "extra.yaml").write_text(text, encoding="utf-8")
+    tune = _tune_variant(here, "tune_extra.yaml", config=["config.yaml", "extra.yaml"])
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 2, out + err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: config: the CLI's parser refused config.yaml + extra.yaml: ")
+    assert words in line, line
     _nothing_written(here)
 
 

@@ -275,7 +275,7 @@ def build_trial(
     handed = _hand_over(spec.entry, cli_args(spec, values), adjust=adjust, trainer_args=owned,
                         parse_only=False, seed=seed)
     if handed.error is not None:
-        raise _parse_error(handed.error, values)
+        raise _parse_error(handed.error, values, spec)
     cli = handed.cli
     ran = cli.config["fit.seed_everything"]
     return Built(cli.model, cli.datamodule, cli.trainer, dumped[0],
@@ -285,14 +285,16 @@ def build_trial(
 _KEY = re.compile(r'(?:Parser key "|--)([A-Za-z_][\w.]*)')
 
 
-def _parse_error(error: Exception, values: Mapping[str, Any]) -> ConfigError:
+def _parse_error(error: Exception, values: Mapping[str, Any], spec: CliSpec) -> ConfigError:
     """A parser error as a ConfigError on the space key it names, else on ``config``."""
     message = " ".join(str(error).split())
     for key in _KEY.findall(message):
         for name in values:
             if key == name or key.startswith(name + "."):
                 return ConfigError(f"space.{name}", f"is refused by the CLI's parser: {message}")
-    return ConfigError("config", f"the CLI's parser refused the config: {message}")
+    what = [*spec.files, *(["the tune config's sections"] if spec.sections else [])]
+    return ConfigError("config", f"the CLI's parser refused {' + '.join(what) or 'the config'}: "
+                       f"{message}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -360,8 +362,9 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     """
     for path in spec.files:
         if not Path(path).is_file():
-            raise ConfigError("config", f"cannot read {path}: no such file (paths are relative "
-                              f"to the folder the launcher runs in, {Path.cwd()})")
+            what = "a folder, not a file" if Path(path).is_dir() else "no such file"
+            raise ConfigError("config", f"cannot read {path}: {what} (paths are relative to "
+                              f"the folder the launcher runs in, {Path.cwd()})")
     ends = {name: _ends(dist) for name, dist in space.items()}
     middle = {name: three[1] for name, three in ends.items()}
     try:
