@@ -289,9 +289,12 @@ def _parse_error(error: Exception, values: Mapping[str, Any], spec: CliSpec) -> 
     """A parser error as a ConfigError on the space key it names, else on ``config``."""
     message = " ".join(str(error).split())
     for key in _KEY.findall(message):
-        for name in values:
-            if key == name or key.startswith(name + "."):
-                return ConfigError(f"space.{name}", f"is refused by the CLI's parser: {message}")
+        named = [name for name in values
+                 if key == name or key.startswith(name + ".") or name.startswith(key + ".")]
+        # The parser may name a parent ("optimizer") and quote the child ('nope'): prefer it.
+        named.sort(key=lambda name: f"'{name.rpartition('.')[2]}'" not in message)
+        if named:
+            return ConfigError(f"space.{named[0]}", f"is refused by the CLI's parser: {message}")
     what = [*spec.files, *(["the tune config's sections"] if spec.sections else [])]
     return ConfigError("config", f"the CLI's parser refused {' + '.join(what) or 'the config'}: "
                        f"{message}")
@@ -373,6 +376,9 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
         name = error.field.removeprefix("space.")
         if name not in middle:
             raise
+        if "unrecognized arguments" in error.message:  # a key the CLI does not have
+            known = _known_keys(spec, name, middle)
+            raise ConfigError(error.field, f"is not a key of the CLI; {known}") from None
         raise ConfigError(error.field, f"the middle {format_value(middle[name])} of its range "
                           f"{error.message}") from None
     except Exception as error:
@@ -392,6 +398,34 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     handed = _hand_over(spec.entry, cli_args(spec, middle), adjust=None, trainer_args=None,
                         parse_only=True, seed=None)
     return owned_lines(handed.cli.config["fit.trainer"], max_epochs)
+
+
+def _known_keys(spec: CliSpec, name: str, middle: Mapping[str, Any], most: int = 24) -> str:
+    """``its model keys: model.hidden_dim, ...``: the keys the CLI has in ``name``'s section
+    (parsed without ``name``), for an error about a key it does not have."""
+    section = name.partition(".")[0]
+    rest = {key: value for key, value in middle.items() if key != name}
+    handed = _hand_over(spec.entry, cli_args(spec, rest), adjust=None, trainer_args=None,
+                        parse_only=True, seed=None)
+    if handed.error is not None:
+        return "the CLI's parser lists its keys with: python main.py fit --help"
+    keys = [key for key in _flat_keys(handed.cli.config["fit"].as_dict())
+            if key == section or key.startswith(section + ".")]
+    if not keys:
+        return f"it has no {section} section"
+    more = f", ... ({len(keys) - most} more)" if len(keys) > most else ""
+    return f"its {section} keys: {', '.join(keys[:most])}{more}"
+
+
+def _flat_keys(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """The dotted leaf keys of a nested mapping (a list is a leaf)."""
+    keys: list[str] = []
+    for key, value in tree.items():
+        if isinstance(value, Mapping) and value:
+            keys += _flat_keys(value, f"{prefix}{key}.")
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
 
 
 def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
