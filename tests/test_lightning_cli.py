@@ -535,3 +535,30 @@ def test_a_metric_never_logged_fails_the_trial_naming_what_was_logged(project: P
     reason = trial.user_attrs[ATTR.FAIL_REASON]
     assert "val_nope" in reason and "val_loss" in reason and "val_acc" in reason, reason
     assert not (project / "runs" / STUDY / "best_config.yaml").exists()  # nothing COMPLETE
+
+
+# ------------------------------------------------------------------------------------------
+# In this process: one trial built through Lightning's own CLI (lightning_hpo.launch.project).
+
+
+@pytest.mark.parametrize(("cores", "asked", "expected"), [(2, 4, 1), (1, 3, 0), (4, 2, 2)])
+def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
+    tmp_path: Path, cores: int, asked: int, expected: int,
+) -> None:
+    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.project import build_trial
+
+    spec = CliSpec(sections={
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule",
+                 "init_args": {"num_workers": asked}},
+    })
+    built = build_trial(spec, {"model.init_args.lr": 0.1}, trainer_args={
+        "accelerator": "cpu", "devices": 1, "max_epochs": 1, "default_root_dir": str(tmp_path)},
+        callbacks=[], loggers=[], trial_dir=tmp_path, seed=3, max_epochs=9, cores=cores)
+    assert built.datamodule.num_workers == expected
+    written = yaml.safe_load(built.config_text)
+    assert written["data"]["init_args"]["num_workers"] == asked  # the project's value
+    assert written["model"]["init_args"]["lr"] == 0.1
+    assert written["trainer"]["max_epochs"] == 9 and written["seed_everything"] == 3
+    assert built.seed == 3 and built.trainer.max_epochs == 1

@@ -50,6 +50,8 @@ from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, cli_args, form
 
 __all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
 
+_logger = logging.getLogger(__name__)
+
 class _Handed(BaseException):
     """Carries the CLI out of the project's entry point (a BaseException: ``except Exception``
     in the project's own code does not swallow it)."""
@@ -206,6 +208,24 @@ def _is_folder_logger(class_path: str) -> bool:
     return isinstance(cls, type) and issubclass(cls, CSVLogger | TensorBoardLogger)
 
 
+def _cap_loader_workers(cli: LightningCLI, cores: int) -> None:
+    """A data module's ``num_workers`` (by name, subclass mode or not) within the slot's
+    share of the cores; the trial's ``config.yaml`` keeps the project's value."""
+    from lightning_hpo.launch.devices import split_cores
+
+    for key in ("fit.data.num_workers", "fit.data.init_args.num_workers"):
+        try:
+            asked = cli.config[key]
+        except (KeyError, AttributeError, TypeError):
+            continue
+        if isinstance(asked, int) and not isinstance(asked, bool):
+            capped = split_cores(cores, asked)[1]
+            if capped < asked:
+                cli.config[key] = capped
+                _logger.info("data.num_workers %d -> %d: this slot's share is %d core(s)",
+                             asked, capped, cores)
+
+
 def _dump(cli: LightningCLI, max_epochs: int) -> str:
     """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs``."""
     config = copy.deepcopy(cli.config["fit"])
@@ -224,6 +244,7 @@ def build_trial(
     trial_dir: Path,
     seed: int | None,
     max_epochs: int,
+    cores: int | None = None,
 ) -> Built:
     """Build one trial's model, data module and Trainer through the project's CLI.
 
@@ -238,6 +259,9 @@ def build_trial(
         trial_dir: the trial's folder (the project's loggers write there).
         seed: the trial's seed where the config leaves ``seed_everything`` at its default.
         max_epochs: ``trainer.max_epochs`` in :attr:`Built.config_text`.
+        cores: the slot's share of the CPU cores: a data module's ``num_workers`` is lowered to
+            at most ``cores - 1`` (:func:`~lightning_hpo.launch.devices.split_cores`), as for
+            the built-in data modules; None leaves it.
 
     Raises:
         ConfigError: ``cli`` (cannot import or call it), or ``config`` / ``space.<key>`` (the
@@ -248,6 +272,8 @@ def build_trial(
     def adjust(cli: LightningCLI) -> None:
         dumped.append(_dump(cli, max_epochs))
         _into_trial_folder(cli, trial_dir)
+        if cores is not None:
+            _cap_loader_workers(cli, cores)
 
     def owned(cli: LightningCLI) -> dict[str, Any]:
         made = cli.config_init["fit.trainer"]

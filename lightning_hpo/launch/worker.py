@@ -298,7 +298,8 @@ def train(
 
         built = build_trial(cfg.cli, params, trainer_args=_trainer_args(cfg, spec, segment,
                             trial_dir), callbacks=callbacks, loggers=loggers,
-                            trial_dir=trial_dir, seed=seed, max_epochs=cfg.max_epochs)
+                            trial_dir=trial_dir, seed=seed, max_epochs=cfg.max_epochs,
+                            cores=spec.threads)
         model, data, trainer, seed = built.model, built.datamodule, built.trainer, built.seed
         if segment.checkpoint is not None and trainer.is_global_zero:
             _keep_project_csv_logs(trainer.loggers[1:], progress.from_epoch)
