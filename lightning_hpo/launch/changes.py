@@ -51,6 +51,7 @@ from typing import Any, Literal
 import yaml
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.cli_spec import flatten as _flatten
 from lightning_hpo.launch.config import default_logger, parse_config
 from lightning_hpo.launch.space import to_yaml
 
@@ -376,23 +377,6 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
         "heartbeat.interval": None if heartbeat is None else heartbeat.interval,
         "heartbeat.grace_period": None if heartbeat is None else heartbeat.grace_period,
     }
-
-
-def _flatten(sections: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"model": {"init_args": {"lr": 1}}}`` -> ``{"model.init_args.lr": 1}`` (lists whole).
-
-    Example::
-
-        >>> _flatten({"model": {"class_path": "m.C", "init_args": {"lr": 1}}, "optimizer": "SGD"})
-        {'model.class_path': 'm.C', 'model.init_args.lr': 1, 'optimizer': 'SGD'}
-    """
-    out: dict[str, Any] = {}
-    for key, value in sections.items():
-        if isinstance(value, Mapping) and value:
-            out.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def _seed_field(raw: Mapping[str, Any]) -> str:

@@ -44,8 +44,8 @@ from typing import Any
 
 from lightning_hpo.errors import ConfigError
 
-__all__ = ["DEFAULT_CLI", "OWNED_TRAINER", "SECTIONS", "CliSpec", "cli_args", "is_cli_config",
-           "parse_cli"]
+__all__ = ["DEFAULT_CLI", "OWNED_TRAINER", "SECTIONS", "CliSpec", "cli_args", "flatten",
+           "is_cli_config", "parse_cli"]
 
 #: ``cli:`` when the config leaves it out: Lightning's own CLI, every class by ``class_path``.
 DEFAULT_CLI = "lightning.pytorch.cli:LightningCLI"
@@ -190,3 +190,20 @@ def cli_args(spec: CliSpec, values: Mapping[str, Any]) -> list[str]:
     for key in sorted(values, key=lambda key: key.count(".")):
         args.append(f"--{key}={format_value(values[key])}")
     return args
+
+
+def flatten(sections: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"model": {"init_args": {"lr": 1}}}`` -> ``{"model.init_args.lr": 1}`` (lists whole).
+
+    Example::
+
+        >>> flatten({"model": {"class_path": "m.C", "init_args": {"lr": 1}}, "optimizer": "SGD"})
+        {'model.class_path': 'm.C', 'model.init_args.lr': 1, 'optimizer': 'SGD'}
+    """
+    out: dict[str, Any] = {}
+    for key, value in sections.items():
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out

@@ -1050,14 +1050,12 @@ def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
     """Every ``trainer.*`` key is an argument of Lightning's Trainer (imports Lightning)."""
     from lightning.pytorch import Trainer
 
-    known = _init_parameters_of(Trainer)
+    from lightning_hpo._registry import _init_parameters
+
+    known = list(_init_parameters(Trainer))
     for key in trainer:
         if key not in known:
             close = [name for name in known if name not in OWNED_TRAINER and name not in
                      ("callbacks", "logger")]
             raise ConfigError(f"trainer.{key}", "is not an argument of Lightning's Trainer; "
                               f"allowed: {', '.join(close)}")
-
-
-def _init_parameters_of(cls: type) -> list[str]:
-    return [name for name in inspect.signature(cls).parameters if name != "self"]

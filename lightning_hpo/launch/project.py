@@ -46,7 +46,13 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import Logger
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, cli_args, format_value
+from lightning_hpo.launch.cli_spec import (
+    OWNED_TRAINER,
+    CliSpec,
+    cli_args,
+    flatten,
+    format_value,
+)
 
 __all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
 
@@ -435,23 +441,12 @@ def _known_keys(spec: CliSpec, name: str, middle: Mapping[str, Any], most: int =
                         parse_only=True, seed=None)
     if handed.error is not None:
         return "the CLI's parser lists its keys with: python main.py fit --help"
-    keys = [key for key in _flat_keys(handed.cli.config["fit"].as_dict())
+    keys = [key for key in flatten(handed.cli.config["fit"].as_dict())
             if key == section or key.startswith(section + ".")]
     if not keys:
         return f"it has no {section} section"
     more = f", ... ({len(keys) - most} more)" if len(keys) > most else ""
     return f"its {section} keys: {', '.join(keys[:most])}{more}"
-
-
-def _flat_keys(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """The dotted leaf keys of a nested mapping (a list is a leaf)."""
-    keys: list[str] = []
-    for key, value in tree.items():
-        if isinstance(value, Mapping) and value:
-            keys += _flat_keys(value, f"{prefix}{key}.")
-        else:
-            keys.append(f"{prefix}{key}")
-    return keys
 
 
 def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,

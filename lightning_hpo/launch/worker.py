@@ -86,6 +86,7 @@ from lightning_hpo.launch.trials import (
     remove_resume_checkpoint,
 )
 from lightning_hpo.models import build_model
+from lightning_hpo.report.best_config import CONFIG_NAME, write_text_whole
 from lightning_hpo.schema import ATTR, Owner, Segment
 from lightning_hpo.storage import open_storage
 from lightning_hpo.tensor_data import TensorDataModule
@@ -304,7 +305,8 @@ def train(
         if segment.checkpoint is not None and trainer.is_global_zero:
             _keep_project_csv_logs(trainer.loggers[1:], progress.from_epoch)
         if trainer.is_global_zero:
-            _write_config(trial_dir / "config.yaml", built.config_text)
+            # python main.py fit --config trial_NNNNN/config.yaml retrains it
+            write_text_whole(trial_dir / CONFIG_NAME, built.config_text)
     if trainer.is_global_zero:
         trial.set_user_attr(ATTR.SEED, seed)
         trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
@@ -397,15 +399,6 @@ def _keep_project_csv_logs(loggers: list[Logger], resume_epoch: int) -> None:
 def _listed(value: Any) -> list[Any]:
     """A Trainer argument that takes one item or a list, as a list (None: empty)."""
     return [] if value is None else list(value) if isinstance(value, list) else [value]
-
-
-def _write_config(path: Path, text: str) -> None:
-    """The trial's ``config.yaml`` (``python main.py fit --config`` retrains it), written
-    whole or not at all."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
 
 
 def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> float:

@@ -23,7 +23,7 @@ from optuna.trial import TrialState
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import ATTR
 
-__all__ = ["CONFIG_NAME", "best_config_source", "write_best_config"]
+__all__ = ["CONFIG_NAME", "best_config_source", "write_best_config", "write_text_whole"]
 
 #: The name of the ``fit`` config a trial of a LightningCLI project writes in its folder.
 CONFIG_NAME = "config.yaml"
@@ -63,15 +63,29 @@ def write_best_config(study: Any, dest: Path) -> tuple[int, Path]:
     """
     number, source = best_config_source(study)
     text = source.read_text(encoding="utf-8")
-    partial = dest.with_name(dest.name + ".partial")
+    header = f"# trial {number} of study '{study.study_name}', the best COMPLETE trial\n"
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(f"# trial {number} of study '{study.study_name}', the best "
-                           f"COMPLETE trial\n{text}", encoding="utf-8")
-        os.replace(partial, dest)
+        write_text_whole(dest, header + text)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            partial.unlink(missing_ok=True)
         raise ConfigError("best-config", f"cannot write {dest}: {error.strerror or error}"
                           ) from None
     return number, dest
+
+
+def write_text_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into ``path.partial``, renamed over
+    ``path``; on an error the partial file is removed and the ``OSError`` raised.
+
+    Example::
+
+        write_text_whole(Path("runs/shop/trial_00007/config.yaml"), config_text)
+    """
+    partial = path.with_name(path.name + ".partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise
