@@ -30,7 +30,8 @@ test: $(STAMP)
 	bash scripts/ensure_postgres.sh
 	$(PY) -m pytest
 
-# One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume and schedules (~30 min).
+# One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules
+# and the launcher against a plain Optuna script (bench_peers.py) (~40 min).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 

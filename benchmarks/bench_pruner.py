@@ -113,7 +113,7 @@ def _bulk_insert_sqlite(storage: Any, study: Any, history: list[_Trial]) -> None
     """Insert the trials with SQL in a few statements: Optuna's add_trials takes ~27 ms each."""
     import sqlalchemy as sa
 
-    import lightning_hpo._rung_store as _rung_store
+    import lightning_hpo._rung_table as _rung_table
     from lightning_hpo._optuna import study_id_of
 
     engine, study_id = storage.engine, study_id_of(study)
@@ -147,11 +147,11 @@ def _bulk_insert_sqlite(storage: Any, study: Any, history: list[_Trial]) -> None
             )
             records.append({"study_id": study_id, "bracket": 0, "rung": level,
                             "trial_number": number, "value": value})
-    _rung_store._ensure_table(engine)
+    _rung_table._ensure_table(engine)
     with engine.begin() as conn:
         for table in (trials, values, intermediates, attrs):
             conn.execute(table.insert(), rows[table.name])
-        conn.execute(_rung_store._records.insert(), records)
+        conn.execute(_rung_table._records.insert(), records)
 
 
 def _add_to_journal(storage: Any, study: Any, history: list[_Trial]) -> None:

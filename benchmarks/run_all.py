@@ -10,7 +10,9 @@ gap between trials, the pruner's decision vs Optuna's), about 4 minutes on 2 cor
 adds scaling (1, 2 and 4 workers where the machine has the cores), search efficiency (random,
 TPE and GP sampling, each with and without ASHA, 3 seeds, the same epoch budget) and
 pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and the
-textbook round's 34 vs 58 epochs), about 25 minutes more on 2 idle cores. ``--quick`` runs
+textbook round's 34 vs 58 epochs) and the launcher against a plain Optuna script on the
+quickstart's search (``bench_peers.py``, and its 10x longer epochs), about 35 minutes more on
+2 idle cores. ``--quick`` runs
 every benchmark in its small mode.
 
     python benchmarks/run_all.py            # make bench
@@ -46,6 +48,8 @@ FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_promotion.py", [], ["--quick"]),
     ("bench_schedules.py", [], ["--seeds", "10"]),
     ("bench_gpu.py", [], ["--quick"]),
+    ("bench_peers.py", [], ["--runs", "1", "--trials", "8"]),
+    ("bench_peers.py", ["--long", "--runs", "2"], ["--long", "--runs", "1", "--trials", "4"]),
 ]
 
 
@@ -64,8 +68,8 @@ def _table(figures: list[Figure]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true",
-                        help="add scaling, search efficiency and pause/resume (about 25 "
-                             "minutes more)")
+                        help="add scaling, search efficiency, pause/resume and the plain "
+                             "Optuna comparison (about 35 minutes more)")
     parser.add_argument("--quick", action="store_true", help="every benchmark in its small mode")
     args = parser.parse_args(argv)
     plan = OVERHEADS + (FULL if args.full else [])

@@ -42,12 +42,14 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import optuna
-import sqlalchemy as sa
 from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage, RDBStorage
 from optuna.trial import TrialState
+
+if TYPE_CHECKING:  # SQLAlchemy costs the launcher 0.1 s at start-up; imported where used
+    import sqlalchemy as sa
 
 __all__ = [
     "BRACKET_HOOK",
@@ -190,6 +192,8 @@ def check_studies_table(engine: sa.Engine) -> None:
         OptunaContractError: the table or its key column is not there (a database that Optuna
             has set up, that is: call this after opening the storage).
     """
+    import sqlalchemy as sa
+
     inspector = sa.inspect(engine)
     if not inspector.has_table(STUDIES_TABLE):
         raise OptunaContractError(f"Optuna's RDB schema has no table {STUDIES_TABLE!r}")

@@ -411,7 +411,8 @@ class ResumeCheckpoint(Checkpoint):
         failure: Exception | None = None
         written = True  # False: the file is not in place (the failure is a write error)
         try:
-            trainer.save_checkpoint(temporary)  # every rank; rank 0 writes, then a barrier
+            # every rank; rank 0 writes, then a barrier. Full state: it resumes training.
+            trainer.save_checkpoint(temporary, weights_only=False)
         except Exception as error:
             failure, written = error, False
             trainer.strategy.barrier("ResumeCheckpoint")  # the one the failed save skipped

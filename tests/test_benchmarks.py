@@ -15,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import optuna
 import pytest
@@ -896,3 +897,62 @@ def test_bench_gpu_quick_runs_and_writes_its_figures(tmp_path: Path) -> None:
     assert whats[-1].startswith(f"{unit} busy")
     if not cuda:  # no launcher verdict and no busy share off the GPU
         assert all(f.met is None for f in launcher) and figures[-1].measured == "n/a"
+
+
+# -- bench_peers: the launcher against a plain Optuna script ---------------------------------
+
+
+def test_bench_peers_docstring_examples() -> None:
+    import bench_peers
+
+    assert doctest.testmod(bench_peers).failed == 0
+
+
+def _peer_run(spans: dict[int, tuple[float, float, list[float]]]) -> Any:
+    import bench_peers
+
+    return bench_peers.Run(1.0, 1.0, 1.0, 1, 0.1, spans)
+
+
+def test_the_same_epoch_compares_only_configurations_both_trained_past_epoch_1() -> None:
+    import bench_peers
+
+    ours = [_peer_run({0: (0.0, 9.0, [2.0, 3.1, 4.2]), 1: (0.0, 2.0, [2.0]),
+                       2: (0.0, 9.0, [1.0, 3.0])})]
+    base = [_peer_run({0: (0.0, 9.0, [1.0, 2.0, 3.0]), 1: (0.0, 9.0, [1.0, 2.0]),
+                       3: (0.0, 9.0, [1.0, 2.0])})]
+    a, b, ratio, n = bench_peers.epoch_ratio(ours, base)
+    assert n == 1 and a == pytest.approx(1.1) and b == pytest.approx(1.0)
+    assert ratio == pytest.approx(1.1)
+    with pytest.raises(SystemExit, match="no configuration trained 2 epochs"):
+        bench_peers.epoch_ratio([_peer_run({1: (0.0, 1.0, [1.0])})], base)
+
+
+def test_peer_figures_time_from_the_start_and_count_every_epoch() -> None:
+    import bench_peers
+
+    trial = optuna.trial.create_trial(state=TrialState.PRUNED, intermediate_values={1: 0.4,
+                                                                                     2: 0.3})
+    run = bench_peers.figures_of(100.0, 20.0, {0: (101.0, 105.0, [103.0, 104.5]),
+                                               1: (102.0, 104.0, [103.5])}, [trial])
+    assert run.first_epoch == 3.0 and run.epochs == 3 and run.best == 0.3
+    assert run.per_epoch == pytest.approx((4.0 + 2.0) / 3)
+
+
+@pytest.mark.slow
+def test_bench_peers_runs_both_systems_on_the_same_configurations(tmp_path: Path) -> None:
+    """Its smallest mode for real: 4 trials through the launcher and through the plain Optuna
+    script (optuna-integration installed into benchmarks/.peers/ by pip on first use)."""
+    import bench_peers
+
+    try:
+        bench_peers.peer_env()
+    except subprocess.CalledProcessError:
+        pytest.skip("pip could not install optuna-integration into benchmarks/.peers/")
+    stdout, figures = _run_bench("bench_peers.py", "--runs", "1", "--trials", "4",
+                                 tmp_path=tmp_path)
+    assert "run 1 lightning_hpo" in stdout and "run 1 plain Optuna" in stdout
+    assert [f.what for f in figures] == [
+        f"{what} vs plain Optuna (quickstart)" for what in
+        ("wall-clock", "time to first epoch", "seconds per epoch", "the same epoch")]
+    assert all(f.met in (True, False) for f in figures)

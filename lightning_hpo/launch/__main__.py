@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -30,9 +32,29 @@ from rich.console import Console
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.launch.config import load_config, resolve_config, shipped_configs
 from lightning_hpo.launch.runner import launch
+from lightning_hpo.launch.supervisor import WorkerError
 from lightning_hpo.storage import mask, mask_text, storage_outage
 
 EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
+EXIT_WORKER = 1  # the worker checking the config died before it answered
+
+
+def process_start_time() -> float:
+    """When this process started (unix seconds; Linux ``/proc``, else now): the summary's time
+    and the wall-clock budget count from the command's start, imports included.
+
+    Example::
+
+        >>> 0 <= time.time() - process_start_time() < 3600
+        True
+    """
+    try:
+        with open("/proc/self/stat") as stat:  # field 22: start, clock ticks after boot
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.time()
+    return time.time() - max(age, 0.0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,11 +99,14 @@ def main(argv: list[str] | None = None) -> int:
             "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
         )
         outcome = launch(cfg, console=console, mode=mode, check=args.check,
-                         config_file=config_file)
+                         config_file=config_file, started=process_start_time())
     except ConfigError as error:
         message = mask_text(str(error), storage_spec) if storage_spec else str(error)
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except WorkerError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_WORKER
     except Exception as error:  # the storage gone mid-run: one line; anything else: as is
         reason = storage_outage(error, storage_spec) if storage_spec else None
         if reason is None:

@@ -4,19 +4,25 @@ Light on purpose (no torch): the supervisor imports it.
 
 Events are JSON lines ``{"e": kind, "t": unix seconds, ...}`` on a pipe, in this order per trial:
 ``start`` (claimed) -> ``fit_start`` (params known, training begins) -> ``epoch``... -> ``end``;
-plus ``ready`` once and ``exit`` at the end of a worker.
+plus ``ready`` once and ``exit`` at the end of a worker. A worker started before the study
+exists (:attr:`WorkerSpec.hold`) imports torch and Lightning while the launcher goes on; the
+one that checks the config (:attr:`WorkerSpec.check`) then says ``checked`` (with the notes to
+show) or ``refused`` (a :class:`~lightning_hpo.errors.ConfigError`'s field and message).
 
-The other way, on a second pipe, the supervisor sends :class:`StopOrder` lines when the study's
-own budget is spent, followed by :data:`STOP_SIGNAL` so that a worker in the middle of an epoch
-reads them at once. SIGTERM stays what it was: an interruption (the trial ends FAIL).
+The other way, on a second pipe, the supervisor sends :data:`GO_LINE` once the study exists (to
+held workers), and :class:`StopOrder` lines when the study's own budget is spent, followed by
+:data:`STOP_SIGNAL` so that a worker in the middle of an epoch reads them at once. SIGTERM
+stays what it was: an interruption (the trial ends FAIL).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +30,14 @@ from lightning_hpo.schema import device_label
 
 __all__ = [
     "CONFIG_ENV",
+    "GO_LINE",
     "STOP_SIGNAL",
     "TRIAL_LIMIT",
     "WORKER_ENV",
     "EventWriter",
     "StopOrder",
     "WorkerSpec",
+    "read_go",
     "read_stop_orders",
 ]
 
@@ -41,6 +49,8 @@ WORKER_ENV = "LIGHTNING_HPO_WORKER"
 TRIAL_LIMIT = "trial limit reached"
 #: Sent to a worker after a :class:`StopOrder` is written to its control pipe: "read it now".
 STOP_SIGNAL = signal.SIGUSR1
+#: The supervisor's word to a held worker, on its control pipe: the study exists, start.
+GO_LINE = b'{"go": true}\n'
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,8 @@ class WorkerSpec:
     generation: int = 0  # restarts of this slot so far (varies the sampler's seed)
     max_trials: int | None = None  # leave after this many trials (the benchmark's baseline)
     control_fd: int = -1  # read end of the supervisor's stop-order pipe (-1: none)
+    hold: bool = False  # started before the study exists: wait for GO_LINE before claiming
+    check: bool = False  # check the config against the real classes first (checked/refused)
 
     @property
     def device_label(self) -> str:
@@ -139,4 +151,31 @@ def read_stop_orders(fd: int) -> list[StopOrder]:
         if not chunk:
             break
         data += chunk
-    return [StopOrder.from_line(line) for line in data.decode().splitlines() if line.strip()]
+    return [StopOrder.from_line(line) for line in data.decode().splitlines()
+            if line.strip() and line.strip() != GO_LINE.decode().strip()]
+
+
+def read_go(fd: int, keep_waiting: Callable[[], bool]) -> bool:
+    """Wait on a control pipe until the supervisor's :data:`GO_LINE`; True when it came.
+
+    Reads byte by byte up to the line's end, so the stop orders written after it stay in the
+    pipe for :func:`read_stop_orders`. False when the pipe closes (the launcher is gone or gave
+    up: a refused config) or ``keep_waiting()`` turns False (a signal arrived).
+    """
+    line = b""
+    while keep_waiting():
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        try:
+            byte = os.read(fd, 1)
+        except BlockingIOError:
+            continue
+        if not byte:
+            return False
+        line += byte
+        if byte == b"\n":
+            if line == GO_LINE:
+                return True
+            line = b""
+    return False

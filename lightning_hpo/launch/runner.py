@@ -98,6 +98,7 @@ def launch(
     mode: Literal["live", "lines", "quiet"],
     check: bool = False,
     config_file: Path | None = None,
+    started: float | None = None,
 ) -> Outcome:
     """Check everything, then create or resume the study and run it to its budget.
 
@@ -107,11 +108,14 @@ def launch(
     (:meth:`~lightning_hpo.launch.changes.Changes.line`); a change it cannot go on with is a
     ``ConfigError`` before anything is written.
 
+    ``started`` (unix seconds, default: now) is when the command started: the budget's
+    ``stop.max_wallclock_time`` and the summary's time count from it.
+
     Raises:
         ConfigError: bad input (config, registry, devices, storage, folders), naming the field.
+        WorkerError: the worker checking the config died before it answered.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    notes = check_against_registry(cfg)
     from lightning_hpo.launch.devices import detect_devices, plan_slots
 
     kind, n_devices = detect_devices(cfg.devices.accelerator, cfg.devices.count)
@@ -125,9 +129,9 @@ def launch(
     # Reads only, never creates the file or the study; a run replays a journal once, later.
     found = spec.check(replay=check)
     made = prepare_folders(cfg, write=not check)
-    for note in notes:  # what the launcher replaces in a project's config, said once
-        console.print(note)
     if check:
+        for note in check_against_registry(cfg):  # imports torch and Lightning here
+            console.print(note)
         changes = _changes_to_check(cfg, spec, found)
         source = f"; config file {config_file}" if config_file is not None else ""
         console.print(f"config OK: study '{cfg.study}' on {mask(cfg.storage)} ({found}); "
@@ -139,20 +143,29 @@ def launch(
                           "SQL database (opening Optuna's tables there may write); a run "
                           "compares it before it writes anything.")
         return Outcome(None, "checked")
-    from lightning_hpo.launch.study import config_changes, open_study, study_lock
-    from lightning_hpo.launch.trials import recover_stale_trials
+    from lightning_hpo.launch.supervisor import Supervisor, WorkerError
 
+    # The workers start now and import torch and Lightning while the first one checks the
+    # config against the real classes; the study is created or changed only once it said yes.
+    sup = Supervisor(cfg, None, slots, kind, n_cores=len(os.sched_getaffinity(0)),
+                     started=started)
+    sup.start_held(check=True)
     try:
+        from lightning_hpo.launch.status import Display, summary  # meanwhile (0.15 s)
+        from lightning_hpo.launch.study import config_changes, open_study, study_lock
+        from lightning_hpo.launch.trials import recover_stale_trials
+
+        for note in sup.await_check():  # what the launcher replaces in a project's config
+            console.print(note)
         storage = spec.open()
         study, created = open_study(cfg, storage)
-    except ConfigError:
+        with study_lock(cfg, storage, "schedule"):
+            stale = recover_stale_trials(study, cfg)
+    except BaseException as error:
+        sup.abort(keep_logs=isinstance(error, WorkerError))  # its log says why it died
         remove_folders(made)
         raise
-    from lightning_hpo.launch.status import Display, summary
-    from lightning_hpo.launch.supervisor import Supervisor
-
-    with study_lock(cfg, storage, "schedule"):
-        stale = recover_stale_trials(study, cfg)
+    sup.attach(study)
     trials = study.get_trials(deepcopy=False)
     paused = sum(is_paused(t) for t in trials)
     done = sum(t.state != TrialState.WAITING for t in trials)
@@ -165,8 +178,7 @@ def launch(
         if changed is not None:  # what the study goes on with (a refused change never gets here)
             console.print(changed)
     display = Display(cfg, mode, console)
-    sup = Supervisor(cfg, study, slots, kind, n_cores=len(os.sched_getaffinity(0)),
-                     on_change=display.update)
+    sup.on_change = display.update
     with display:
         why = sup.run()
     display.update(sup)

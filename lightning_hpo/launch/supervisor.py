@@ -7,6 +7,11 @@ share of the cores (``OMP_NUM_THREADS``; every slot of every device gets an equa
 Workers report on a pipe, one JSON event a line; the supervisor turns those into the
 live status and notices when a worker dies:
 
+* the launcher starts the workers first (:meth:`Supervisor.start_held`): they import torch and
+  Lightning, the seconds every trial process pays, while the launcher opens the study, and the
+  first one checks the config against the real classes, where they are imported anyway. Only
+  once it has said ``checked`` is the study created or changed; a refusal stops them all and
+  leaves nothing written. So the first epoch starts as soon as in a plain Optuna script;
 * a worker that exits non-zero or is killed hands its running trial back to the scheduler
   (:func:`~lightning_hpo.launch.trials.crashed`): the next free slot resumes it from its last
   checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason
@@ -30,6 +35,7 @@ import json
 import logging
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,15 +43,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import optuna
 from optuna.trial import TrialState
 
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process, visible_gpus
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
+    GO_LINE,
     STOP_SIGNAL,
     TRIAL_LIMIT,
     WORKER_ENV,
@@ -55,7 +64,7 @@ from lightning_hpo.launch.protocol import (
 from lightning_hpo.launch.trials import close_segment_of, crashed, hand_back_owned, interrupt
 from lightning_hpo.schema import ATTR, Segment, device_label, is_paused
 
-__all__ = ["Supervisor", "TrialRow"]
+__all__ = ["Supervisor", "TrialRow", "WorkerError"]
 
 _logger = logging.getLogger(__name__)
 
@@ -98,6 +107,15 @@ class _Worker:
     ready: bool = False  # it said so: its stop-order signal handler is in place
 
 
+class WorkerError(RuntimeError):
+    """A worker died where the launcher cannot go on without it (checking the config)."""
+
+
+def _how_it_ended(code: int) -> str:
+    """``"was killed by SIGKILL"`` or ``"exited with code 1"``."""
+    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+
+
 class Supervisor:
     """Run the study's trials on ``slots`` until the budget is spent or a stop arrives.
 
@@ -116,18 +134,19 @@ class Supervisor:
     def __init__(
         self,
         cfg: Config,
-        study: optuna.Study,
+        study: optuna.Study | None,
         slots: list[Slot],
         kind: str,
         n_cores: int,
         on_change: Callable[[Supervisor], None] | None = None,
         trials_per_process: int | None = None,
+        started: float | None = None,
     ) -> None:
         self.cfg = cfg
-        self.study = study
+        self.study: optuna.Study = study  # type: ignore[assignment]  # None until attach()
         self.slots = slots
         self.kind = kind
-        self.started = time.time()
+        self.started = time.time() if started is None else started
         self.deadline = (
             None if cfg.stop.max_wallclock_time is None
             else self.started + cfg.stop.max_wallclock_time
@@ -139,13 +158,69 @@ class Supervisor:
         self._kill_at: float | None = None  # unix seconds: then workers still alive are killed
         self.gaps: list[float] = []  # seconds between a trial's end and the next fit on a slot
         self._threads = threads_per_process(n_cores, len(slots) * len(slots[0].devices))
-        self._on_change = on_change
+        self.on_change = on_change
         self._selector = selectors.DefaultSelector()
         self._workers: dict[int, _Worker] = {}
         self._slot_last_end: dict[int, float] = {}
         self._failed = 0
         self._log_dir = cfg.study_dir / "workers"
         self._trials_per_process = trials_per_process
+        self._held = False  # workers started by start_held(), waiting for GO_LINE
+        self._made_logs: Path | None = None  # the top folder start_held() made for the logs
+        self._check_answer: list[str] | ConfigError | None = None
+
+    # -- an early start: workers import torch while the launcher creates the study ---------
+    def start_held(self, check: bool) -> None:
+        """Start every slot's worker now, before the study exists: each imports torch and
+        Lightning (seconds) while the launcher goes on, then waits for :meth:`run`'s word.
+        With ``check`` the first slot's worker checks the config against the real classes
+        first (:func:`~lightning_hpo.launch.config.check_against_registry`); wait for its
+        answer with :meth:`await_check`."""
+        missing = [p for p in (self._log_dir, *self._log_dir.parents) if not p.exists()]
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        self._made_logs = missing[-1] if missing else None
+        for slot in self.slots:
+            self._start(slot, generation=0, hold=True, check=check and slot is self.slots[0])
+        self._held = True
+
+    def await_check(self) -> list[str]:
+        """The checking worker's answer: the notes to show once (the Trainer arguments of a
+        project's config the launcher replaces).
+
+        Raises:
+            ConfigError: the config was refused, naming the field.
+            WorkerError: the worker died before it answered.
+        """
+        worker = self._workers[self.slots[0].index]
+        while self._check_answer is None:
+            self._pump(timeout=0.2)
+            code = worker.process.poll()
+            if code is not None and self._check_answer is None:
+                self._read(worker)
+                if self._check_answer is None:
+                    raise WorkerError(
+                        f"the worker checking the config (pid {worker.process.pid}) "
+                        f"{_how_it_ended(code)} before it answered; its log: "
+                        f"{self._log_dir / f'slot{worker.slot.index}.log'}")
+        if isinstance(self._check_answer, ConfigError):
+            raise self._check_answer
+        return self._check_answer
+
+    def attach(self, study: optuna.Study) -> None:
+        """The study the held workers will run, once the launcher has created or opened it."""
+        self.study = study
+
+    def abort(self, keep_logs: bool = False) -> None:
+        """Stop the held workers (the config was refused, or the study could not be opened):
+        SIGKILL, and remove the log folder :meth:`start_held` made unless ``keep_logs``."""
+        for worker in list(self._workers.values()):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait()
+            self._forget(worker)
+        self._held = False
+        if self._made_logs is not None and not keep_logs:
+            shutil.rmtree(self._made_logs, ignore_errors=True)
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> str:
@@ -155,14 +230,20 @@ class Supervisor:
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            for slot in self.slots:
-                self._start(slot, generation=0)
+            if self._held:  # the study exists now: the held workers may claim
+                for worker in self._workers.values():
+                    with contextlib.suppress(OSError):  # it has died meanwhile: _reap() says
+                        os.write(worker.control, GO_LINE)
+                self._held = False
+            else:
+                for slot in self.slots:
+                    self._start(slot, generation=0)
             while self._workers:
                 self._pump(timeout=0.2)
                 self._reap()
                 self._check_budget()
-                if self._on_change is not None:
-                    self._on_change(self)
+                if self.on_change is not None:
+                    self.on_change(self)
                 if self._kill_at is not None and time.time() >= self._kill_at:
                     break
         finally:
@@ -198,13 +279,15 @@ class Supervisor:
             _logger.warning("%s: stop.grace cut short, stopping the running trials now", name)
             self._order_stop(now=True)
 
-    def _start(self, slot: Slot, generation: int) -> None:
+    def _start(self, slot: Slot, generation: int, hold: bool = False, check: bool = False
+               ) -> None:
         spec_read, spec_write = os.pipe()
         control_read, control_write = os.pipe()
         spec = WorkerSpec(
             slot=slot.index, devices=slot.devices, kind=self.kind, threads=self._threads,
             launcher_pid=os.getpid(), events_fd=spec_write, deadline=self.deadline,
             generation=generation, max_trials=self._trials_per_process, control_fd=control_read,
+            hold=hold, check=check,
         )
         env = dict(os.environ)
         env[CONFIG_ENV] = json.dumps(self.cfg.raw)
@@ -311,6 +394,10 @@ class Supervisor:
                 self._wake(worker)
         elif kind == "exit":
             worker.exit_reason = event["reason"]
+        elif kind == "checked":
+            self._check_answer = [str(note) for note in event.get("notes") or []]
+        elif kind == "refused":
+            self._check_answer = ConfigError(str(event["field"]), str(event["message"]))
 
     # -- deaths, restarts, budgets -----------------------------------------------------------
     def _reap(self) -> None:
@@ -326,9 +413,7 @@ class Supervisor:
                 if worker.exit_reason == TRIAL_LIMIT and self.stop_reason is None:
                     self._start(worker.slot, worker.generation + 1)
                 continue
-            how = (f"was killed by {signal.Signals(-code).name}" if code < 0
-                   else f"exited with code {code}")
-            reason = f"worker for slot {index} (pid {worker.process.pid}) {how}"
+            reason = f"worker for slot {index} (pid {worker.process.pid}) {_how_it_ended(code)}"
             if worker.trial is not None:
                 self._crashed(worker, reason)
             # and any trial it claimed before it could tell (owner token written, no event)

@@ -61,10 +61,12 @@ from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
 from lightning_hpo.distributed._channel import LeaderChannel
 from lightning_hpo.distributed._follower import FollowerStudy, LeaderTrial, share_segment
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
+from lightning_hpo.launch._once import say_once
 from lightning_hpo.launch._tblog import TrialTensorBoardLogger
-from lightning_hpo.launch.config import Config, parse_config
+from lightning_hpo.launch.config import Config, check_against_registry, parse_config
 from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
@@ -73,6 +75,7 @@ from lightning_hpo.launch.protocol import (
     WORKER_ENV,
     EventWriter,
     WorkerSpec,
+    read_go,
     read_stop_orders,
 )
 from lightning_hpo.launch.scheduler import WAIT_SECONDS, Assignment, Scheduler
@@ -712,6 +715,7 @@ def main() -> int:
     # slot's cores were divided.
     for name in ("lightning_hpo.tensor_data", __name__):
         logging.getLogger(name).setLevel(logging.INFO)
+    say_once()  # a notice Lightning repeats every trial is said the first time only
     torch.set_num_threads(spec.threads)
     if is_follower():
         _run_follower(cfg, spec)
@@ -723,6 +727,11 @@ def main() -> int:
         _Stop.control_fd = spec.control_fd
     signal.signal(STOP_SIGNAL, _on_stop_order)  # before "ready": the supervisor waits for it
     events = EventWriter(spec.events_fd)
+    if spec.check and not _check_config(cfg, events):
+        return 0
+    if spec.hold and not read_go(spec.control_fd, lambda: _Stop.reason is None):
+        events.emit("exit", slot=spec.slot, reason=_Stop.reason or "the launcher did not start")
+        return 0
     try:
         why = _run_leader(cfg, spec, events)
     finally:
@@ -730,6 +739,20 @@ def main() -> int:
             _kill_children()
     events.emit("exit", slot=spec.slot, reason=why)
     return 0
+
+
+def _check_config(cfg: Config, events: EventWriter) -> bool:
+    """Check the config against the real classes (:func:`check_against_registry`) here, where
+    torch and Lightning are imported anyway, while the launcher waits to create the study.
+    Emits ``checked`` with the notes to show once, or ``refused`` with the field and message;
+    False when refused."""
+    try:
+        notes = check_against_registry(cfg)
+    except ConfigError as error:
+        events.emit("refused", field=error.field, message=error.message)
+        return False
+    events.emit("checked", notes=notes)
+    return True
 
 
 def _kill_children() -> None:

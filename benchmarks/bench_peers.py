@@ -1,0 +1,274 @@
+"""Our launcher against the script a user would otherwise write, on the quickstart's search.
+
+The same search as ``make demo``: LeNet on scikit-learn's digits, the quickstart's space and
+initial configuration, asynchronous successive halving with rungs at epochs 1, 3 and 9, 40
+trials, 2 workers with one torch thread each. Both systems train the same 40 configurations
+(the initial one, then 39 drawn by Optuna's ``RandomSampler(seed=0)``), enqueued in both
+studies before the clock starts:
+
+- **lightning_hpo**: ``python -m lightning_hpo.launch CONFIG --quiet`` (the quickstart's config,
+  storage and run folder in a temporary directory), every default on: resume and best
+  checkpoints, TensorBoard logging, seeding, the study's records.
+- **plain Optuna**: ``peers/plain_optuna.py`` (Optuna's documented parallel recipe: two
+  processes on one journal file, 20 trials each, optuna-integration's
+  ``PyTorchLightningPruningCallback``, ``SuccessiveHalvingPruner(min_resource=1,
+  reduction_factor=3)``, Lightning's default checkpointing and logger), reporting 1-based epochs
+  so that its rungs are ours. optuna-integration is installed into this benchmark's own folder
+  (``benchmarks/.peers/``, ``pip install --target``) on first use, never into the project.
+- **Syne Tune** and **Ray Tune** are not run here; see BENCHMARKS.md for the figures of issue 24.
+
+Figures per run: wall-clock from the command's start to its exit, time from the start to the
+first epoch's end, seconds per epoch of work (the trials' summed time from start to end over
+their summed epochs: model, data and Trainer set-up included), epochs trained, and the best
+validation error seen. ``--long`` runs the variant whose epochs are 10x longer (each training
+image 10 times an epoch: ``peers/bigger_digits.py``). The systems alternate, run by run.
+
+    python benchmarks/bench_peers.py                 # 3 runs each, quickstart
+    python benchmarks/bench_peers.py --long --runs 2
+
+Targets: wall-clock at most 0.8x plain Optuna's, time to the first epoch at most plain
+Optuna's, seconds per epoch at most 1.05x (medians over the runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from _record import Figure, machine_line, write_figures
+
+HERE = Path(__file__).resolve().parent
+PEERS = HERE / "peers"
+PEER_SITE = HERE / ".peers" / "site"
+INTEGRATION = "optuna-integration==5.0.0"
+N_TRIALS, EPOCHS, WORKERS = 40, 9, 2
+INITIAL = {"lr": 0.1, "batch_size": 128, "momentum": 0.0, "activation": "relu"}
+SPACE = {
+    "lr": optuna.distributions.FloatDistribution(0.01, 1.0, log=True),
+    "batch_size": optuna.distributions.IntDistribution(32, 256),
+    "momentum": optuna.distributions.FloatDistribution(0.0, 0.9),
+    "activation": optuna.distributions.CategoricalDistribution(["relu", "sigmoid"]),
+}
+
+
+#: A trial's (start, end, epoch end times), unix seconds, by trial number (= configuration).
+Spans = dict[int, tuple[float, float, list[float]]]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's figures (seconds) and its trials' spans."""
+
+    wall: float
+    first_epoch: float
+    per_epoch: float
+    epochs: int
+    best: float
+    spans: Spans
+
+
+def steady_epochs(spans: Spans) -> dict[int, float]:
+    """Each trial's median epoch time after its first epoch (the epoch itself, without the
+    trial's set-up), for trials that trained at least 2 epochs.
+
+    Example::
+
+        >>> steady_epochs({0: (0.0, 5.0, [1.5, 2.5, 3.7]), 1: (0.0, 2.0, [1.8])})
+        {0: 1.1}
+    """
+    steady = {}
+    for number, (_, _, ends) in spans.items():
+        gaps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+        if gaps:
+            steady[number] = statistics.median(gaps)
+    return steady
+
+
+def epoch_ratio(ours: list[Run], base: list[Run]) -> tuple[float, float, float, int]:
+    """The same epoch in both systems: for each configuration both trained past epoch 1 in
+    a pair of runs, our steady epoch time over the baseline's. Returns (our mean, the
+    baseline's mean, the median ratio, how many configurations were compared)."""
+    a_all, b_all, ratios = [], [], []
+    for a_run, b_run in zip(ours, base, strict=True):
+        a, b = steady_epochs(a_run.spans), steady_epochs(b_run.spans)
+        for number in sorted(a.keys() & b.keys()):
+            a_all.append(a[number])
+            b_all.append(b[number])
+            ratios.append(a[number] / b[number])
+    if not ratios:
+        raise SystemExit("no configuration trained 2 epochs in both systems")
+    return statistics.mean(a_all), statistics.mean(b_all), statistics.median(ratios), len(ratios)
+
+
+def configurations(n: int = N_TRIALS) -> list[dict[str, Any]]:
+    """The ``n`` configurations both systems train: the initial one, then random ones drawn by
+    ``RandomSampler(seed=0)``.
+
+    Example::
+
+        >>> configs = configurations(3)
+        >>> configs[0] == INITIAL, len(configs), sorted(configs[1]) == sorted(SPACE)
+        (True, 3, True)
+    """
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    configs = [INITIAL]
+    for _ in range(n - 1):
+        trial = study.ask(SPACE)
+        configs.append(dict(trial.params))
+        study.tell(trial, 0.0)
+    return configs
+
+
+def peer_env() -> dict[str, str]:
+    """The baseline's environment: this benchmark's own site folder with optuna-integration."""
+    if not (PEER_SITE / "optuna_integration").is_dir():
+        print(f"installing {INTEGRATION} into {PEER_SITE} (the benchmark's own folder)")
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--target", str(PEER_SITE), INTEGRATION], check=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PEER_SITE), str(PEERS), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
+    """The launcher, as the quickstart runs it, on ``configs``."""
+    raw = yaml.safe_load((HERE.parent / "configs" / "quickstart.yaml").read_text())
+    raw.update(study="ours", storage=str(root / "ours.journal"), run_dir=str(root / "runs"),
+               initial=configs)
+    raw["stop"]["n_trials"] = len(configs)
+    if repeat > 1:  # the same model and data by class_path (LightningCLI), the data repeated
+        raw["model"] = {"class_path": "lightning_hpo.models.LeNet"}
+        raw["data"] = {"class_path": "bigger_digits.RepeatedDigits",
+                       "init_args": {"repeat": repeat}}
+        key = {"batch_size": "data.init_args.batch_size"}
+        raw["space"] = {key.get(k, f"model.init_args.{k}"): v for k, v in raw["space"].items()}
+        raw["initial"] = [{key.get(k, f"model.init_args.{k}"): v for k, v in c.items()}
+                          for c in configs]
+    path = root / "ours.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    start = time.time()
+    done = subprocess.run([sys.executable, "-m", "lightning_hpo.launch", str(path), "--quiet"],
+                          cwd=root, env=env, capture_output=True, text=True)
+    wall = time.time() - start
+    if done.returncode != 0:
+        raise SystemExit(f"lightning_hpo failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(root / "ours.journal")))
+    trials = optuna.load_study(study_name="ours", storage=storage).get_trials(deepcopy=False)
+    spans = {t.number: (t.user_attrs["start_time"], t.user_attrs["end_time"],
+                        t.user_attrs.get("epoch_end_times") or []) for t in trials}
+    return figures_of(start, wall, spans, trials)
+
+
+def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
+    """Plain Optuna: two processes of ``peers/plain_optuna.py`` on one journal file."""
+    journal = str(root / "plain.journal")
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
+    study = optuna.create_study(study_name="plain-optuna", storage=storage)
+    for params in configs:
+        study.enqueue_trial(params)
+    start = time.time()
+    procs = [subprocess.Popen(
+        [sys.executable, str(PEERS / "plain_optuna.py"), "--storage", journal,
+         "--worker", str(w), "--n-trials", str(len(configs) // WORKERS), "--epochs", str(EPOCHS),
+         "--repeat", str(repeat), "--run-dir", str(root / "plain-runs"),
+         "--times", str(root / f"plain-{w}.json")],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for w in range(WORKERS)]
+    errors = [p.communicate()[1] for p in procs]
+    wall = time.time() - start
+    for p, err in zip(procs, errors, strict=True):
+        if p.returncode != 0:
+            raise SystemExit(f"plain Optuna failed ({p.returncode}):\n{err[-2000:]}")
+    spans = {}
+    for w in range(WORKERS):
+        for t in json.loads((root / f"plain-{w}.json").read_text())["trials"]:
+            spans[t["trial"]] = (t["start"], t["end"], t["epochs"])
+    return figures_of(start, wall, spans, study.get_trials(deepcopy=False))
+
+
+def figures_of(start: float, wall: float, spans: Spans,
+             trials: list[optuna.trial.FrozenTrial]) -> Run:
+    epochs = sum(len(e) for _, _, e in spans.values())
+    first = min(e[0] for _, _, e in spans.values() if e)
+    work = sum(b - a for a, b, _ in spans.values())
+    values = [v for t in trials for v in t.intermediate_values.values()]
+    return Run(wall, first - start, work / epochs, epochs, min(values), spans)
+
+
+def _range(values: list[float], fmt: str) -> str:
+    return f"{min(values):{fmt}}-{max(values):{fmt}}" if len(values) > 1 else f"{values[0]:{fmt}}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="runs of each system (default 3)")
+    parser.add_argument("--long", action="store_true", help="epochs 10x longer (more data)")
+    parser.add_argument("--trials", type=int, default=N_TRIALS,
+                        help=f"trials per run, even (default {N_TRIALS}; fewer: a quick check)")
+    parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    repeat = 10 if args.long else 1
+    print(machine_line())
+    env = peer_env()
+    if args.trials < 2 or args.trials % WORKERS:
+        parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
+    configs = configurations(args.trials)
+    results: dict[str, list[Run]] = {"lightning_hpo": [], "plain Optuna": []}
+    for k in range(args.runs):
+        for name, run in (("lightning_hpo", _ours), ("plain Optuna", _plain)):
+            with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+                r = run(Path(tmp), configs, repeat, env)
+            results[name].append(r)
+            print(f"run {k + 1} {name:<14} wall {r.wall:6.2f} s  first epoch {r.first_epoch:5.2f}"
+                  f" s  {r.per_epoch:.4f} s/epoch  {r.epochs} epochs  best {r.best:.4f}",
+                  flush=True)
+    variant = "10x longer epochs" if args.long else "quickstart"
+    print(f"\n{variant}, {args.runs} runs each (ranges)")
+    print(f"{'system':<14} {'wall s':>13} {'first epoch s':>13} {'s/epoch':>15} {'epochs':>9}"
+          f" {'best':>13}")
+    for name, runs in results.items():
+        print(f"{name:<14} {_range([r.wall for r in runs], '.2f'):>13} "
+              f"{_range([r.first_epoch for r in runs], '.2f'):>13} "
+              f"{_range([r.per_epoch for r in runs], '.4f'):>15} "
+              f"{_range([r.epochs for r in runs], 'd'):>9} "
+              f"{_range([r.best for r in runs], '.4f'):>13}")
+    ours, base = results["lightning_hpo"], results["plain Optuna"]
+    figures = []
+    for what, attr, fmt, target, limit in (
+        ("wall-clock", "wall", ".2f", "<= 0.80x", 0.80),
+        ("time to first epoch", "first_epoch", ".2f", "<= 1.00x", 1.00),
+        ("seconds per epoch", "per_epoch", ".4f", "<= 1.05x", 1.05),
+    ):
+        a = statistics.median(getattr(r, attr) for r in ours)
+        b = statistics.median(getattr(r, attr) for r in base)
+        print(f"{what}: {a:{fmt}} s vs plain Optuna {b:{fmt}} s: {a / b:.2f}x (target {target})")
+        figures.append(Figure(f"{what} vs plain Optuna ({variant})", "bench_peers.py",
+                              f"{a:{fmt}} s", f"{b:{fmt}} s plain Optuna", f"{a / b:.2f}x",
+                              target, a / b <= limit))
+    a, b, ratio, n = epoch_ratio(ours, base)
+    print(f"the same epoch (steady epoch time of the {n} configurations both trained past "
+          f"epoch 1, over the runs): {a:.4f} s vs plain Optuna {b:.4f} s: median ratio "
+          f"{ratio:.2f}x (target <= 1.05x)")
+    figures.append(Figure(f"the same epoch vs plain Optuna ({variant})", "bench_peers.py",
+                          f"{a:.4f} s", f"{b:.4f} s plain Optuna", f"{ratio:.2f}x",
+                          "<= 1.05x", ratio <= 1.05))
+    write_figures(args.json, figures)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
