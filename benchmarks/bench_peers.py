@@ -15,7 +15,12 @@ studies before the clock starts:
   reduction_factor=3)``, Lightning's default checkpointing and logger), reporting 1-based epochs
   so that its rungs are ours. optuna-integration is installed into this benchmark's own folder
   (``benchmarks/.peers/``, ``pip install --target``) on first use, never into the project.
-- **Syne Tune** and **Ray Tune** are not run here; see BENCHMARKS.md for the figures of issue 24.
+- **Syne Tune 0.16** (``peers/syne_tune_asha.py``: ``Tuner``, ``LocalBackend`` and ``ASHA``
+  with the same rungs, a process per trial, the tuner's default 5-second polling), when it is
+  installed in the benchmark's folder (``--install-syne-tune`` puts it in
+  ``benchmarks/.peers/syne/``) or the environment; one run of it per run of the others, figures
+  for context (no target). **Ray Tune** is not run here (its install is a framework of its own);
+  BENCHMARKS.md has issue 24's figures of it.
 
 Figures per run: wall-clock from the command's start to its exit, time from the start to the
 first epoch's end, seconds per epoch of work (the trials' summed time from start to end over
@@ -51,7 +56,12 @@ from _record import Figure, machine_line, write_figures
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / "peers"
 PEER_SITE = HERE / ".peers" / "site"
+SYNE_SITE = HERE / ".peers" / "syne"
 INTEGRATION = "optuna-integration==5.0.0"
+#: Syne Tune and what it needs beyond this project's environment (whose numpy, pandas, scipy
+#: and scikit-learn it uses: ``--no-deps`` keeps pip from installing copies of them).
+SYNE_TUNE = ["syne-tune==0.16.0", "dill", "sortedcontainers", "psutil", "statsmodels", "patsy",
+             "formulaic", "interface-meta", "wrapt", "xgboost"]
 N_TRIALS, EPOCHS, WORKERS = 40, 9, 2
 INITIAL = {"lr": 0.1, "batch_size": 128, "momentum": 0.0, "activation": "relu"}
 SPACE = {
@@ -138,8 +148,19 @@ def peer_env() -> dict[str, str]:
                         "--target", str(PEER_SITE), INTEGRATION], check=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(PEER_SITE), str(PEERS), *filter(None, [env.get("PYTHONPATH")])])
+        [str(PEER_SITE), str(SYNE_SITE), str(PEERS), *filter(None, [env.get("PYTHONPATH")])])
     return env
+
+
+def syne_tune_found(env: dict[str, str], install: bool) -> bool:
+    """Whether Syne Tune imports in the peers' environment (installed first when asked)."""
+    if install and not (SYNE_SITE / "syne_tune").is_dir():
+        print(f"installing {SYNE_TUNE[0]} into {SYNE_SITE} (the benchmark's own folder)")
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--target", str(SYNE_SITE), *SYNE_TUNE], check=True)
+    probe = subprocess.run([sys.executable, "-c", "import syne_tune"], env=env,
+                           capture_output=True)
+    return probe.returncode == 0
 
 
 def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
@@ -169,7 +190,8 @@ def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str,
     trials = optuna.load_study(study_name="ours", storage=storage).get_trials(deepcopy=False)
     spans = {t.number: (t.user_attrs["start_time"], t.user_attrs["end_time"],
                         t.user_attrs.get("epoch_end_times") or []) for t in trials}
-    return figures_of(start, wall, spans, trials)
+    values = [v for t in trials for v in t.intermediate_values.values()]
+    return figures_of(start, wall, spans, values)
 
 
 def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
@@ -196,15 +218,33 @@ def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str
     for w in range(WORKERS):
         for t in json.loads((root / f"plain-{w}.json").read_text())["trials"]:
             spans[t["trial"]] = (t["start"], t["end"], t["epochs"])
-    return figures_of(start, wall, spans, study.get_trials(deepcopy=False))
+    values = [v for t in study.get_trials(deepcopy=False) for v in t.intermediate_values.values()]
+    return figures_of(start, wall, spans, values)
 
 
-def figures_of(start: float, wall: float, spans: Spans,
-             trials: list[optuna.trial.FrozenTrial]) -> Run:
+def _syne_tune(root: Path, configs: list[dict[str, Any]], repeat: int,
+               env: dict[str, str]) -> Run:
+    """Syne Tune's ASHA on the same configurations (``peers/syne_tune_asha.py``)."""
+    (root / "configs.json").write_text(json.dumps(configs))
+    start = time.time()
+    done = subprocess.run(
+        [sys.executable, str(PEERS / "syne_tune_asha.py"), "--configs", str(root / "configs.json"),
+         "--epochs", str(EPOCHS), "--repeat", str(repeat), "--workers", str(WORKERS),
+         "--run-dir", str(root / "syne-runs"), "--times", str(root / "syne.json")],
+        cwd=root, env=env, capture_output=True, text=True)
+    wall = time.time() - start
+    if done.returncode != 0:
+        raise SystemExit(f"Syne Tune failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    times = json.loads((root / "syne.json").read_text())
+    spans = {t["trial"]: (t["start"], t["end"], t["epochs"]) for t in times["trials"]}
+    return figures_of(start, wall, spans, times["values"])
+
+
+def figures_of(start: float, wall: float, spans: Spans, values: list[float]) -> Run:
+    """A run's figures from its trials' spans and every value they reported."""
     epochs = sum(len(e) for _, _, e in spans.values())
     first = min(e[0] for _, _, e in spans.values() if e)
     work = sum(b - a for a, b, _ in spans.values())
-    values = [v for t in trials for v in t.intermediate_values.values()]
     return Run(wall, first - start, work / epochs, epochs, min(values), spans)
 
 
@@ -218,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long", action="store_true", help="epochs 10x longer (more data)")
     parser.add_argument("--trials", type=int, default=N_TRIALS,
                         help=f"trials per run, even (default {N_TRIALS}; fewer: a quick check)")
+    parser.add_argument("--install-syne-tune", action="store_true",
+                        help=f"install Syne Tune into {SYNE_SITE} first (pip, the registry)")
+    parser.add_argument("--no-syne-tune", action="store_true",
+                        help="leave Syne Tune out even where it is installed")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -227,9 +271,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.trials < 2 or args.trials % WORKERS:
         parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
     configs = configurations(args.trials)
-    results: dict[str, list[Run]] = {"lightning_hpo": [], "plain Optuna": []}
+    systems = [("lightning_hpo", _ours), ("plain Optuna", _plain)]
+    if not args.no_syne_tune:
+        if syne_tune_found(env, args.install_syne_tune):
+            systems.append(("Syne Tune", _syne_tune))
+        else:
+            print("Syne Tune: not installed, left out (--install-syne-tune installs it into "
+                  f"{SYNE_SITE})")
+    results: dict[str, list[Run]] = {name: [] for name, _ in systems}
     for k in range(args.runs):
-        for name, run in (("lightning_hpo", _ours), ("plain Optuna", _plain)):
+        for name, run in systems:
             with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
                 r = run(Path(tmp), configs, repeat, env)
             results[name].append(r)

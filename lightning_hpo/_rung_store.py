@@ -7,9 +7,11 @@ twice. A pruning decision reads only the records of its rung, never the study's 
 ``SuccessiveHalvingPruner`` scans every trial on each decision; a fresh process then loads them
 all first).
 
-Three implementations behind :class:`_RungStore`, chosen from the study's storage:
+Three implementations behind :class:`~lightning_hpo._rung_base.RungStore`, chosen from the
+study's storage:
 
-* :class:`_TableRungStore` for RDB storages (SQLite, PostgreSQL, MySQL): a table of our own,
+* :class:`~lightning_hpo._rung_table.TableRungStore` for RDB storages (SQLite, PostgreSQL,
+  MySQL; its own module, so that only they import SQLAlchemy): a table of our own,
   ``lightning_hpo_rung_records``, in the same database. Recording is an ``INSERT`` (a unique-key
   violation means the record is already there); a decision is one ``SELECT`` of two counts
   over the rung's slice of an index.
@@ -43,14 +45,13 @@ RungRecord(bracket=0, rung=3, trial_number=0, value=0.5)]
 
 from __future__ import annotations
 
-import abc
 import logging
 import threading
 import weakref
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Mapping, Sequence
 from itertools import compress, islice, repeat
-from typing import Any, NamedTuple
+from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage, RDBStorage
@@ -61,6 +62,7 @@ from lightning_hpo._optuna import (
     backend_of,
     study_id_of,
 )
+from lightning_hpo._rung_base import RungRecord, RungStore
 from lightning_hpo.schema import RUNG_ATTR_PREFIX as _ATTR_PREFIX
 from lightning_hpo.storage._proxy_client import ProxyClient, is_proxy, proxy_client
 
@@ -73,48 +75,13 @@ _SCAN_ATTEMPTS = 5
 _BULK = 64  # more new values than this at one read: count them linearly once, sort later
 
 
-class RungRecord(NamedTuple):
-    """One trial's value at one rung of one bracket (``rung`` in epochs)."""
-
-    bracket: int
-    rung: int
-    trial_number: int
-    value: float
-
-
-class _RungStore(abc.ABC):
-    """The two operations a pruning decision needs, bound to one study of one storage."""
-
-    @abc.abstractmethod
-    def add_and_rank(
-        self,
-        bracket: int,
-        rungs: Sequence[int],
-        trial_number: int,
-        value: float,
-        *,
-        maximize: bool,
-    ) -> tuple[int, int]:
-        """Record ``value`` at every rung of ``rungs`` (ascending), then rank it at the last one.
-
-        Returns:
-            ``(n, n_better)``: the number of records at ``rungs[-1]`` (this one included) and how
-            many of them are strictly better than ``value`` (greater when ``maximize``, else
-            smaller); :func:`lightning_hpo.pruners.asha_continues` decides on them.
-        """
-
-    @abc.abstractmethod
-    def records(self) -> list[RungRecord]:
-        """Every record of the study, sorted by bracket, rung and trial number."""
-
-
-def open_rung_store(study: optuna.Study) -> _RungStore:
+def open_rung_store(study: optuna.Study) -> RungStore:
     """The rung store of a study: a table for RDB storages, the proxy's store through a gRPC
     proxy, study system attributes otherwise."""
     return rung_store_of(backend_of(study), study_id_of(study))
 
 
-def rung_store_of(storage: BaseStorage, study_id: int) -> _RungStore:
+def rung_store_of(storage: BaseStorage, study_id: int) -> RungStore:
     """The rung store of study ``study_id`` of ``storage`` (unwrapped from Optuna's cache)."""
     if isinstance(storage, RDBStorage):
         # SQLAlchemy's import costs every worker 0.15 s; only SQL storages need it
@@ -145,7 +112,7 @@ def rung_records(study: optuna.Study) -> list[RungRecord]:
 # Optuna's gRPC proxy: the proxy's own store does it (lightning_hpo.proxy).
 
 
-class _ProxyRungStore(_RungStore):
+class _ProxyRungStore(RungStore):
     """Records kept by the store of the database behind a gRPC proxy, one call per operation."""
 
     def __init__(self, client: ProxyClient, study_id: int) -> None:
@@ -272,7 +239,7 @@ _indexes: weakref.WeakKeyDictionary[BaseStorage, dict[int, _AttrIndex]] = (
 _indexes_lock = threading.Lock()
 
 
-class _AttrRungStore(_RungStore):
+class _AttrRungStore(RungStore):
     """Records as study system attributes ``lightning_hpo:rung:{bracket}:{rung}:{trial}``.
 
     ``InMemoryStorage`` and ``JournalStorage`` return their insertion-ordered system-attribute

@@ -1,5 +1,5 @@
 """The rung store of SQL storages: a table of our own, ``lightning_hpo_rung_records``, in the
-study's database (:mod:`lightning_hpo._rung_store` picks it for an ``RDBStorage``).
+study's database (:func:`lightning_hpo._rung_store.rung_store_of` picks it for an ``RDBStorage``).
 
 A decision is one transaction: insert the trial's value at its rungs, then two index range
 counts (the rung's records, those strictly better). Its own module so that SQLAlchemy is
@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from lightning_hpo._optuna import STUDIES_TABLE, STUDY_ID_COLUMN, check_studies_table
-from lightning_hpo._rung_store import RungRecord, _RungStore
+from lightning_hpo._rung_base import RungRecord, RungStore
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
 __all__ = ["TableRungStore"]
@@ -94,7 +94,7 @@ _ready_engines: weakref.WeakSet[sa.Engine] = weakref.WeakSet()
 _ready_lock = threading.Lock()
 
 
-class TableRungStore(_RungStore):
+class TableRungStore(RungStore):
     """Records as rows of ``lightning_hpo_rung_records`` in the study's own database."""
 
     def __init__(self, engine: sa.Engine, study_id: int) -> None:

@@ -931,10 +931,8 @@ def test_the_same_epoch_compares_only_configurations_both_trained_past_epoch_1()
 def test_peer_figures_time_from_the_start_and_count_every_epoch() -> None:
     import bench_peers
 
-    trial = optuna.trial.create_trial(state=TrialState.PRUNED, intermediate_values={1: 0.4,
-                                                                                     2: 0.3})
     run = bench_peers.figures_of(100.0, 20.0, {0: (101.0, 105.0, [103.0, 104.5]),
-                                               1: (102.0, 104.0, [103.5])}, [trial])
+                                               1: (102.0, 104.0, [103.5])}, [0.4, 0.3, 0.5])
     assert run.first_epoch == 3.0 and run.epochs == 3 and run.best == 0.3
     assert run.per_epoch == pytest.approx((4.0 + 2.0) / 3)
 
@@ -949,7 +947,7 @@ def test_bench_peers_runs_both_systems_on_the_same_configurations(tmp_path: Path
         bench_peers.peer_env()
     except subprocess.CalledProcessError:
         pytest.skip("pip could not install optuna-integration into benchmarks/.peers/")
-    stdout, figures = _run_bench("bench_peers.py", "--runs", "1", "--trials", "4",
+    stdout, figures = _run_bench("bench_peers.py", "--runs", "1", "--trials", "4", "--no-syne-tune",
                                  tmp_path=tmp_path)
     assert "run 1 lightning_hpo" in stdout and "run 1 plain Optuna" in stdout
     assert [f.what for f in figures] == [
