@@ -18,7 +18,7 @@ import pytest
 import yaml
 from _support import config_file, launch
 
-from lightning_hpo.launch._once import SaidOnce, message_key, say_once
+from lightning_hpo.launch._once import SaidOnce, _OnceFilter, message_key, say_once
 from lightning_hpo.launch.protocol import GO_LINE, StopOrder, read_go, read_stop_orders
 
 # -- the go line on the control pipe ----------------------------------------------------------
@@ -115,11 +115,22 @@ def test_say_once_holds_back_repeated_warnings_and_library_records_not_launcher_
     finally:
         for logger in (library, events):
             logger.removeHandler(handler)
+        _remove_once_filters()  # say_once() is for a worker's whole life, not this process's
     assert shown == ["The number of training batches (9) is small", "another warning"]
     lines = stream.getvalue().splitlines()
     assert lines.count("GPU available: False, used: False") == 1
     assert [line for line in lines if "handed" in line] == [
         f"trial {n} was handed to another worker" for n in (9, 40, 12)]
+
+
+def _remove_once_filters() -> None:
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            for once in [f for f in handler.filters if isinstance(f, _OnceFilter)]:
+                handler.removeFilter(once)
 
 
 # -- the launcher's start, for real -------------------------------------------------------------

@@ -966,8 +966,15 @@ def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerS
     return pruner, max_epochs
 
 
-def _range_end(dist: Any, end: int) -> Any:
-    """The low (``end=0``) or high (``end=-1``) value of a distribution; constants as they are."""
+def range_end(dist: Any, end: int) -> Any:
+    """The low (``end=0``) or high (``end=-1``) value of a distribution; constants as they are.
+
+    Example::
+
+        >>> from optuna.distributions import FloatDistribution
+        >>> range_end(FloatDistribution(0.01, 1.0, log=True), -1), range_end(64, 0)
+        (1.0, 64)
+    """
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
     if isinstance(dist, CategoricalDistribution):
@@ -1025,7 +1032,7 @@ def check_against_registry(cfg: Config) -> list[str]:
                 f"({', '.join(model_params)}) or data {cfg.data} ({', '.join(data_params)})"
             )
     for end, label in ((0, "low"), (-1, "high")):
-        values = {name: _range_end(dist, end) for name, dist in cfg.space.items()}
+        values = {name: range_end(dist, end) for name, dist in cfg.space.items()}
         try:
             build_model(cfg.model, **cfg.model_args,
                         **{k: v for k, v in values.items() if k not in data_params})

@@ -349,12 +349,24 @@ def _ends(dist: Any) -> tuple[Any, Any, Any]:
     return dist, dist, dist
 
 
+def _on_cpu(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> Any:
+    """A trial built on one CPU, without the launcher's callbacks (:func:`build_trial`)."""
+    return build_trial(spec, values, trainer_args={"accelerator": "cpu", "devices": 1,
+                       "strategy": "auto", "max_epochs": 1, "default_root_dir": str(trial_dir)},
+                       callbacks=[], loggers=[], trial_dir=trial_dir, seed=0, max_epochs=1)
+
+
 def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
     """Build a trial on one CPU (no launcher callbacks) and its optimizers; raise what fails."""
-    built = build_trial(spec, values, trainer_args={"accelerator": "cpu", "devices": 1,
-                        "strategy": "auto", "max_epochs": 1, "default_root_dir": str(trial_dir)},
-                        callbacks=[], loggers=[], trial_dir=trial_dir, seed=0, max_epochs=1)
-    built.model.configure_optimizers()
+    _on_cpu(spec, values, trial_dir).model.configure_optimizers()
+
+
+def warm_data(spec: CliSpec, space: Mapping[str, Any], scratch: Path) -> Any:
+    """The project's data module, built through its CLI with every space key at the middle of
+    its range (a worker's warm-up: the project's imports, and its data to prefetch)."""
+    with _quiet_lightning():
+        return _on_cpu(spec, {name: _ends(dist)[1] for name, dist in space.items()},
+                       scratch).datamodule
 
 
 @contextlib.contextmanager
@@ -383,10 +395,13 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
                max_epochs: int | None) -> list[str]:
     """Check the project's entry point, files and every space key against its CLI.
 
-    Each key is tried at the low and the high end of its range with every other key at its
-    middle: a key the parser does not know, a value its type does not take (a float range for
-    an ``int``) or one its class refuses (also when building the optimizer and scheduler) is a
-    ``space.<key>`` error. Nothing is written but under ``scratch`` (a temporary folder).
+    A trial is built with every key at the middle of its range, then with every key at its low
+    end, then at its high end (three builds, a fraction of a second each). Where an end is
+    refused, each key is tried at that end with every other key at its middle, which names the
+    key: a key the parser does not know, a value its type does not take (a float range for an
+    ``int``) or one its class refuses (also when building the optimizer and scheduler) is a
+    ``space.<key>`` error (ends refused only together are let through: trials rarely draw
+    them). Nothing is written but under ``scratch`` (a temporary folder).
 
     Returns:
         One line per Trainer argument of the project's config that the launcher replaces
@@ -415,8 +430,14 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
                           f"{error.message}") from None
     except Exception as error:
         raise _middle_refused(spec, middle, scratch, error) from None
-    for name, (low, _, high) in ends.items():
-        for label, value in (("low", low), ("high", high)):
+    for end, label in ((0, "low"), (2, "high")):
+        try:  # every key at this end together: one build where the ends are fine (the rule)
+            _try(spec, {name: three[end] for name, three in ends.items()}, scratch)
+            continue
+        except Exception:  # noqa: BLE001 (each key alone says which one, below)
+            pass
+        for name, three in ends.items():
+            value = three[end]
             try:
                 _try(spec, {**middle, name: value}, scratch)
             except ConfigError as error:

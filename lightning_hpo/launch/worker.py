@@ -66,7 +66,12 @@ from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
 from lightning_hpo.launch._once import say_once
 from lightning_hpo.launch._tblog import TrialTensorBoardLogger
-from lightning_hpo.launch.config import Config, check_against_registry, parse_config
+from lightning_hpo.launch.config import (
+    Config,
+    check_against_registry,
+    parse_config,
+    range_end,
+)
 from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
@@ -729,6 +734,8 @@ def main() -> int:
     events = EventWriter(spec.events_fd)
     if spec.check and not _check_config(cfg, events):
         return 0
+    if spec.hold:
+        _warm_up(cfg)
     if spec.hold and not read_go(spec.control_fd, lambda: _Stop.reason is None):
         events.emit("exit", slot=spec.slot, reason=_Stop.reason or "the launcher did not start")
         return 0
@@ -753,6 +760,31 @@ def _check_config(cfg: Config, events: EventWriter) -> bool:
         return False
     events.emit("checked", notes=notes)
     return True
+
+
+def _warm_up(cfg: Config) -> None:
+    """While the worker waits for the study, do what its first trial would do first whatever
+    its values: build the data module (with the space's low ends; through the project's CLI for
+    a LightningCLI config, which imports the project) and load a ``TensorDataModule``'s tensors
+    into this process's cache. On the slot that does not check the config this is time it
+    would spend idle. Never fails the worker: what goes wrong here goes wrong again in the
+    trial, where it is reported."""
+    import tempfile
+
+    try:
+        if cfg.cli is None:
+            data_names = datamodule_hyperparameters(cfg.data)
+            low = {k: range_end(d, 0) for k, d in cfg.space.items() if k in data_names}
+            data = build_datamodule(cfg.data, **{**cfg.data_args, **low})
+        else:
+            from lightning_hpo.launch.project import warm_data
+
+            with tempfile.TemporaryDirectory(prefix="lightning-hpo-warm-") as scratch:
+                data = warm_data(cfg.cli, cfg.space, Path(scratch))
+        if isinstance(data, TensorDataModule):
+            data.prefetch()
+    except Exception:  # noqa: BLE001 (the trial reports it)
+        _logger.debug("warm-up skipped", exc_info=True)
 
 
 def _kill_children() -> None:
