@@ -80,10 +80,12 @@ class _Cache:
     def __init__(self) -> None:
         self.host: collections.OrderedDict[Hashable, _Split] = collections.OrderedDict()
         self.device: dict[tuple[Hashable, str], _Split] = {}
+        self.prefetched: dict[Hashable, float] = {}  # seconds it took, until a setup says so
 
     def clear(self) -> None:
         self.host.clear()
         self.device.clear()
+        self.prefetched.clear()
 
     def host_tensors(self, key: Hashable, load: Any) -> tuple[_Split, bool]:
         """The host tensors of ``key`` (loaded by ``load()`` on a miss), and whether cached."""
@@ -317,7 +319,10 @@ class TensorDataModule(LightningDataModule):
             >>> dm.data_path.endswith("reused)") or "prepared in" in dm.data_path
             True
         """
-        _CACHE.host_tensors(self._key(), self._load)
+        started = time.perf_counter()
+        key = self._key()
+        if not _CACHE.host_tensors(key, self._load)[1]:
+            _CACHE.prefetched[key] = time.perf_counter() - started
 
     def setup(self, stage: str) -> None:
         if self.train_set is not None:
@@ -325,6 +330,7 @@ class TensorDataModule(LightningDataModule):
         started = time.perf_counter()
         key = self._key()
         split, cached = _CACHE.host_tensors(key, self._load)
+        prefetched = _CACHE.prefetched.pop(key, None)  # its loading is said by this setup
         self.train_set, self.val_set = TensorDataset(*split[0]), TensorDataset(*split[1])
         trainer = self.trainer  # None when the module is used outside a Trainer
         device = torch.device("cpu") if trainer is None else trainer.strategy.root_device
@@ -337,10 +343,12 @@ class TensorDataModule(LightningDataModule):
         fits, why = self._fits(size, device)
         if fits:
             self._device_split, on_device_before = _CACHE.on_device(key, split, device)
-            reused = cached and on_device_before
+            reused = cached and on_device_before and prefetched is None
+            took = time.perf_counter() - started + (prefetched or 0.0)
+            when = "" if prefetched is None else ", before the first trial"
             self.data_path = (
                 f"{self._name()}: tensors on {device} ({size / 1e6:.1f} MB, "
-                f"{'reused' if reused else f'prepared in {time.perf_counter() - started:.2f} s'})"
+                f"{'reused' if reused else f'prepared in {took:.2f} s{when}'})"
             )
         else:
             self._device_split = None

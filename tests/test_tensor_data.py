@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Hashable, Iterator, Sequence
@@ -134,6 +135,21 @@ def test_the_cache_keeps_the_two_most_recent_keys() -> None:
     for size in (10, 11, 10, 12, 10, 11):  # 11 is evicted by 12, then loaded again
         _set_up(_Counting(size=size))
     assert _Counting.loads == 4
+
+
+def test_prefetched_data_is_loaded_once_and_its_first_setup_says_when() -> None:
+    """A worker prefetches while it waits for the study: the first trial's setup loads
+    nothing and says the data was prepared before it; the next one says reused."""
+    _Counting.loads = 0
+    _Counting(batch_size=3).prefetch()
+    _Counting(batch_size=9).prefetch()  # once per process and key
+    assert _Counting.loads == 1
+    first = _set_up(_Counting(batch_size=2))
+    second = _set_up(_Counting(batch_size=5))
+    assert _Counting.loads == 1
+    assert re.fullmatch(r"_Counting: tensors on cpu \(0\.0 MB, prepared in \d+\.\d\d s, before "
+                        r"the first trial\)", first.data_path), first.data_path
+    assert second.data_path == "_Counting: tensors on cpu (0.0 MB, reused)"
 
 
 def test_the_path_taken_is_logged(caplog: pytest.LogCaptureFixture) -> None:
