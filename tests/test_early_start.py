@@ -8,15 +8,17 @@ from __future__ import annotations
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import warnings
 from io import StringIO
 from pathlib import Path
 
 import pytest
 import yaml
-from _support import config_file, launch
+from _support import config_file, launch, popen, wait_for
 
 from lightning_hpo.launch._once import SaidOnce, _OnceFilter, message_key, say_once
 from lightning_hpo.launch.protocol import GO_LINE, StopOrder, read_go, read_stop_orders
@@ -226,3 +228,22 @@ def _ours(pid: int, folder: Path) -> bool:
         return Path(os.readlink(f"/proc/{pid}/cwd")) == folder
     except OSError:
         return False
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_workers_import_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT as soon as the workers exist (they import torch for seconds): one line, exit
+    130, every worker stopped, the folders it made removed and no study."""
+    config = config_file(tmp_path, devices={"accelerator": "cpu", "count": 2})
+    process = popen(str(config), "--quiet", cwd=tmp_path, capture_stderr=True)
+    log = tmp_path / "runs" / "t" / "workers" / "slot1.log"
+    wait_for(log.exists, timeout=60, what="the second worker's log")
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == ["stopped by SIGINT while starting; no trial had started"]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "t.journal").exists()
+    time.sleep(1)  # the workers' kill is done by then; a held one sees its pipe close
+    workers = subprocess.run(["pgrep", "-f", "lightning_hpo.launch.worker"],
+                             capture_output=True, text=True).stdout.split()
+    assert not [pid for pid in workers if _ours(int(pid), tmp_path)]

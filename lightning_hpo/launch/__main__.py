@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_WORKER
+    except KeyboardInterrupt:  # Ctrl-C while starting (the run's own handler takes it later)
+        print("stopped by SIGINT while starting; no trial had started", file=sys.stderr)
+        return 128 + int(signal.SIGINT)
     except Exception as error:  # the storage gone mid-run: one line; anything else: as is
         reason = storage_outage(error, storage_spec) if storage_spec else None
         if reason is None:

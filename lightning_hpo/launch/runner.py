@@ -149,8 +149,8 @@ def launch(
     # config against the real classes; the study is created or changed only once it said yes.
     sup = Supervisor(cfg, None, slots, kind, n_cores=len(os.sched_getaffinity(0)),
                      started=started)
-    sup.start_held(check=True)
     try:
+        sup.start_held(check=True)
         from lightning_hpo.launch.status import Display, summary  # meanwhile (0.15 s)
         from lightning_hpo.launch.study import config_changes, open_study, study_lock
         from lightning_hpo.launch.trials import recover_stale_trials
