@@ -11,7 +11,8 @@ live status and notices when a worker dies:
   Lightning, the seconds every trial process pays, while the launcher opens the study, and the
   first one checks the config against the real classes, where they are imported anyway. Only
   once it has said ``checked`` is the study created or changed; a refusal stops them all and
-  leaves nothing written. So the first epoch starts as soon as in a plain Optuna script;
+  leaves nothing written. The first epoch starts about when a plain Optuna script's does
+  (``benchmarks/bench_peers.py``);
 * a worker that exits non-zero or is killed hands its running trial back to the scheduler
   (:func:`~lightning_hpo.launch.trials.crashed`): the next free slot resumes it from its last
   checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason

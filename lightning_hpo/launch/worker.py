@@ -41,6 +41,7 @@ import math
 import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -764,13 +765,11 @@ def _check_config(cfg: Config, events: EventWriter) -> bool:
 
 def _warm_up(cfg: Config) -> None:
     """While the worker waits for the study, do what its first trial would do first whatever
-    its values: build the data module (with the space's low ends; through the project's CLI for
-    a LightningCLI config, which imports the project) and load a ``TensorDataModule``'s tensors
-    into this process's cache. On the slot that does not check the config this is time it
-    would spend idle. Never fails the worker: what goes wrong here goes wrong again in the
-    trial, where it is reported."""
-    import tempfile
-
+    its values: build the data module (the space's low ends; for a LightningCLI config through
+    the project's CLI at the middle of each range, which imports the project) and load a
+    ``TensorDataModule``'s tensors into this process's cache. On the slots that do not check
+    the config this is time they would spend idle. Never fails the worker: what goes wrong
+    here goes wrong again in the trial, where it is reported."""
     try:
         if cfg.cli is None:
             data_names = datamodule_hyperparameters(cfg.data)
