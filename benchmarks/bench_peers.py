@@ -26,10 +26,14 @@ Figures per run: wall-clock from the command's start to its exit, time from the 
 first epoch's end, seconds per epoch of work (the trials' summed time from start to end over
 their summed epochs: model, data and Trainer set-up included), epochs trained, and the best
 validation error seen. ``--long`` runs the variant whose epochs are 10x longer (each training
-image 10 times an epoch: ``peers/bigger_digits.py``). The systems alternate, run by run.
+image 10 times an epoch: ``peers/bigger_digits.py``, named in our config as
+``data: {name: "bigger_digits:RepeatedDigits", repeat: 10}``). ``--cli`` builds our trials
+through Lightning's ``LightningCLI`` instead (model and data by ``class_path``, the way a
+project's own CLI config comes in). The systems alternate, run by run.
 
     python benchmarks/bench_peers.py                 # 3 runs each, quickstart
     python benchmarks/bench_peers.py --long --runs 2
+    python benchmarks/bench_peers.py --cli           # our trials through LightningCLI
 
 Targets: wall-clock at most 0.8x plain Optuna's, time to the first epoch at most plain
 Optuna's, seconds per epoch at most 1.05x (medians over the runs).
@@ -163,20 +167,44 @@ def syne_tune_found(env: dict[str, str], install: bool) -> bool:
     return probe.returncode == 0
 
 
-def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
-    """The launcher, as the quickstart runs it, on ``configs``."""
+def ours_config(root: Path, configs: list[dict[str, Any]], repeat: int = 1,
+                cli: bool = False) -> dict[str, Any]:
+    """The quickstart's config for our launcher on ``configs``, its study and folders in
+    ``root``: with ``repeat > 1`` the data module is ``peers/bigger_digits.py``'s (each image
+    ``repeat`` times an epoch), by its ``package.module:Class`` name; with ``cli`` the model
+    and data are given by ``class_path`` instead, so every trial is built through Lightning's
+    own ``LightningCLI`` (space keys are then the CLI's dotted keys).
+
+    Example::
+
+        >>> raw = ours_config(Path("/tmp/x"), [INITIAL], repeat=10)
+        >>> raw["data"], raw["stop"]["n_trials"]
+        ({'name': 'bigger_digits:RepeatedDigits', 'repeat': 10}, 1)
+        >>> sorted(ours_config(Path("/tmp/x"), [INITIAL], cli=True)["space"])[:2]
+        ['data.init_args.batch_size', 'model.init_args.activation']
+    """
     raw = yaml.safe_load((HERE.parent / "configs" / "quickstart.yaml").read_text())
     raw.update(study="ours", storage=str(root / "ours.journal"), run_dir=str(root / "runs"),
                initial=configs)
     raw["stop"]["n_trials"] = len(configs)
-    if repeat > 1:  # the same model and data by class_path (LightningCLI), the data repeated
+    if repeat > 1:
+        raw["data"] = {"name": "bigger_digits:RepeatedDigits", "repeat": repeat}
+    if cli:  # the same model and data by class_path (LightningCLI)
         raw["model"] = {"class_path": "lightning_hpo.models.LeNet"}
-        raw["data"] = {"class_path": "bigger_digits.RepeatedDigits",
-                       "init_args": {"repeat": repeat}}
+        raw["data"] = ({"class_path": "bigger_digits.RepeatedDigits",
+                        "init_args": {"repeat": repeat}} if repeat > 1
+                       else {"class_path": "lightning_hpo.data.DigitsDataModule"})
         key = {"batch_size": "data.init_args.batch_size"}
         raw["space"] = {key.get(k, f"model.init_args.{k}"): v for k, v in raw["space"].items()}
         raw["initial"] = [{key.get(k, f"model.init_args.{k}"): v for k, v in c.items()}
                           for c in configs]
+    return raw
+
+
+def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
+          cli: bool = False) -> Run:
+    """The launcher, as the quickstart runs it, on ``configs``."""
+    raw = ours_config(root, configs, repeat, cli)
     path = root / "ours.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     start = time.time()
@@ -256,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of each system (default 3)")
     parser.add_argument("--long", action="store_true", help="epochs 10x longer (more data)")
+    parser.add_argument("--cli", action="store_true",
+                        help="our trials built through LightningCLI (model and data by "
+                        "class_path), not the registry's names")
     parser.add_argument("--trials", type=int, default=N_TRIALS,
                         help=f"trials per run, even (default {N_TRIALS}; fewer: a quick check)")
     parser.add_argument("--install-syne-tune", action="store_true",
@@ -271,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.trials < 2 or args.trials % WORKERS:
         parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
     configs = configurations(args.trials)
-    systems = [("lightning_hpo", _ours), ("plain Optuna", _plain)]
+    def ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
+        return _ours(root, configs, repeat, env, cli=args.cli)
+
+    systems = [("lightning_hpo", ours), ("plain Optuna", _plain)]
     if not args.no_syne_tune:
         if syne_tune_found(env, args.install_syne_tune):
             systems.append(("Syne Tune", _syne_tune))
@@ -287,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"run {k + 1} {name:<14} wall {r.wall:6.2f} s  first epoch {r.first_epoch:5.2f}"
                   f" s  {r.per_epoch:.4f} s/epoch  {r.epochs} epochs  best {r.best:.4f}",
                   flush=True)
-    variant = "10x longer epochs" if args.long else "quickstart"
+    variant = ("10x longer epochs" if args.long else "quickstart") + (
+        ", ours through LightningCLI" if args.cli else "")
     print(f"\n{variant}, {args.runs} runs each (ranges)")
     print(f"{'system':<14} {'wall s':>13} {'first epoch s':>13} {'s/epoch':>15} {'epochs':>9}"
           f" {'best':>13}")

@@ -25,17 +25,20 @@ Example::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any, Literal, overload
 
 __all__ = [
     "EXIT_BAD_INPUT",
     "ConfigError",
+    "WorkerError",
     "argument_bool",
     "argument_int",
     "field_choice",
     "field_float",
     "field_int",
+    "field_keys",
 ]
 
 #: The exit code of every command-line tool of ours for bad input (as argparse uses).
@@ -54,6 +57,11 @@ class ConfigError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class WorkerError(RuntimeError):
+    """A worker died where the launcher cannot go on without it (checking the config); the
+    message names its pid, how it ended and its log. The CLI prints it as one line, exit 1."""
 
 
 # --- config fields: each returns the value (a plain Python number) or raises ConfigError ---
@@ -118,6 +126,26 @@ def field_choice(field: str, value: Any, allowed: tuple[str, ...] | list[str]) -
     if value not in allowed:
         raise ConfigError(field, f"is {value!r}; allowed: {', '.join(allowed)}")
     return str(value)
+
+
+def field_keys(section: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    """Refuse a key of ``section`` (the config's ``where`` section; ``""``: the top level)
+    that is not in ``allowed``.
+
+    Raises:
+        ConfigError: ``<where>.<key>: unknown field; allowed: ...`` (the first, sorted).
+
+    Example::
+
+        >>> field_keys({"count": 2, "gpus": 1}, ("count", "per_trial"), "devices")
+        Traceback (most recent call last):
+        ...
+        lightning_hpo.errors.ConfigError: devices.gpus: unknown field; allowed: count, per_trial
+    """
+    unknown = sorted(set(section) - set(allowed))
+    if unknown:
+        field_name = f"{where}.{unknown[0]}" if where else str(unknown[0])
+        raise ConfigError(field_name, f"unknown field; allowed: {', '.join(sorted(allowed))}")
 
 
 # --- arguments of the Python API (pruners, rung arithmetic, schedules): ValueError ----------

@@ -1,10 +1,19 @@
-"""Slot planning and the division of a machine's cores (pure functions)."""
+"""Slot planning and the division of a machine's cores (pure functions); the ``devices``
+section; the GPU probe that keeps torch out of the launcher where no GPU can be."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch import devices
 from lightning_hpo.launch.devices import (
+    DevicesSpec,
+    cuda_possible,
+    parse_devices,
     plan_slots,
     split_cores,
     threads_per_process,
@@ -45,3 +54,71 @@ def test_a_worker_sees_the_launchers_gpus_not_the_drivers(
     devices: list[int], parent: str | None, expected: str
 ) -> None:
     assert visible_gpus(devices, parent) == expected
+
+
+# -- the devices section and the cheap GPU probe ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param({}, DevicesSpec(), id="defaults"),
+        pytest.param({"accelerator": "cpu", "count": 2}, DevicesSpec(1, 1, "cpu", 2), id="cpu-2"),
+        pytest.param({"per_trial": 2}, DevicesSpec(2, 1, "auto", None), id="ddp"),
+        pytest.param({"trials_per_device": 4}, DevicesSpec(1, 4, "auto", None), id="sharing"),
+    ],
+)
+def test_the_devices_section_is_parsed(raw: dict[str, object], expected: DevicesSpec) -> None:
+    assert parse_devices(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        pytest.param([], "devices", id="not-a-mapping"),
+        pytest.param({"gpus": 1}, "devices.gpus", id="unknown-key"),
+        pytest.param({"per_trial": 0}, "devices.per_trial", id="zero-per-trial"),
+        pytest.param({"accelerator": "tpu"}, "devices.accelerator", id="unknown-accelerator"),
+        pytest.param({"count": True}, "devices.count", id="bool-count"),
+        pytest.param({"per_trial": 2, "trials_per_device": 2}, "devices.trials_per_device",
+                     id="ddp-and-sharing"),
+    ],
+)
+def test_a_bad_devices_section_names_its_field(raw: object, field: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        parse_devices(raw)
+    assert error.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("platform", "present", "possible"),
+    [
+        pytest.param("linux", set(), False, id="linux-no-driver"),
+        pytest.param("linux", {"/proc/driver/nvidia/gpus"}, True, id="nvidia-driver"),
+        pytest.param("linux", {"/dev/dxg"}, True, id="wsl"),
+        pytest.param("linux", {"/dev/kfd"}, True, id="rocm"),
+        pytest.param("darwin", set(), True, id="not-linux-only-torch-knows"),
+    ],
+)
+def test_cuda_is_possible_only_where_a_gpu_driver_may_be(
+    monkeypatch: pytest.MonkeyPatch, platform: str, present: set[str], possible: bool
+) -> None:
+    monkeypatch.setattr(devices.sys, "platform", platform)
+    monkeypatch.setattr(devices.os.path, "exists", lambda path: path in present)
+    assert cuda_possible() is possible
+
+
+def test_auto_on_a_machine_without_a_gpu_driver_never_imports_torch() -> None:
+    """``accelerator: auto`` where no GPU can exist: the CPU cores, counted without torch."""
+    script = (
+        "import sys\n"
+        "from lightning_hpo.launch.devices import cuda_possible, detect_devices\n"
+        "kind, n = detect_devices('auto')\n"
+        "print(cuda_possible(), kind, n > 0, 'torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True)
+    possible, kind, counted, imported = done.stdout.split()
+    if possible == "True":
+        pytest.skip("this machine may have a GPU: torch must count them")
+    assert (kind, counted, imported) == ("cpu", "True", "False")

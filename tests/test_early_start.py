@@ -1,7 +1,7 @@
-"""The launcher's start: workers start before the study exists and import torch while the first
-one checks the config (``Supervisor.start_held``, the ``go`` line on the control pipe); the
+"""The launcher's start: workers start before the study exists and import torch, and the first
+one done checks the config (``Supervisor.start_held``, the ``go`` line on the control pipe); the
 launcher itself never imports torch; and a worker says each repeated notice once
-(:mod:`lightning_hpo.launch._once`)."""
+(:mod:`lightning_hpo.launch._once`). The early start from the config file is ``test_early.py``."""
 
 from __future__ import annotations
 
@@ -58,6 +58,23 @@ def test_no_go_when_the_launcher_closes_the_pipe_or_a_signal_came() -> None:
     assert read_go(read, lambda: False) is False  # a signal: _Stop.reason set
     os.close(read)
     os.close(write)
+
+
+def test_without_waiting_the_go_line_is_seen_only_when_it_is_there() -> None:
+    """A worker done importing looks once: the go line there means another worker answered
+    the check and the study exists (it skips its own check); the orders after it stay."""
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    assert read_go(read, lambda: True, wait=False) is False  # nothing yet: it checks
+    os.write(write, b'{"something": 1}\n')
+    assert read_go(read, lambda: True, wait=False) is False  # not the go line
+    order = StopOrder("wall-clock budget reached", now=True)
+    os.write(write, GO_LINE + order.to_line().encode())
+    assert read_go(read, lambda: True, wait=False) is True
+    assert read_stop_orders(read) == [order]
+    os.close(write)
+    assert read_go(read, lambda: True, wait=False) is False  # closed: no go
+    os.close(read)
 
 
 def test_a_go_line_is_not_a_stop_order() -> None:

@@ -14,6 +14,10 @@ Running the same command again resumes the study. Bad input prints one line nami
 and exits with code 2, before anything is written to the storage: the config, the devices, the
 storage (:meth:`~lightning_hpo.storage.StorageSpec.check`) and the folders (:func:`prepare_folders`)
 are all checked before the study is created or changed.
+
+The command reads the file and starts the workers (:func:`~lightning_hpo.launch.early.
+start_early`) before it imports Optuna or validates anything: they import torch meanwhile. A
+refusal stops them and removes the log folder they were given.
 """
 
 from __future__ import annotations
@@ -25,15 +29,19 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from rich.console import Console
+from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
+from lightning_hpo.launch.config_file import (
+    apply_overrides,
+    read_yaml,
+    resolve_config,
+    shipped_configs,
+)
+from lightning_hpo.launch.early import EarlyWorkers, start_early
 
-from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
-from lightning_hpo.launch.config import load_config, resolve_config, shipped_configs
-from lightning_hpo.launch.runner import launch
-from lightning_hpo.launch.supervisor import WorkerError
-from lightning_hpo.storage import mask, mask_text, storage_outage
+# The rest (Optuna, rich, the supervisor) is imported in main(), after the workers have started
+# (lightning_hpo.launch.early): a third of a second they spend importing torch meanwhile.
 
 EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
 EXIT_WORKER = 1  # the worker checking the config died before it answered
@@ -84,25 +92,20 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the launcher; returns the process exit code."""
     args = _parser().parse_args(argv)
-    console = Console(highlight=False, markup=False, soft_wrap=True)
     if args.list_configs:
         for name, path in shipped_configs().items():
-            console.print(f"{name:<28} {path}")
+            print(f"{name:<28} {path}")
         return 0
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    storage_spec = ""
+    started = process_start_time()
+    early: EarlyWorkers | None = None
     try:
         config_file = resolve_config(args.config)
-        cfg = load_config(config_file, args.overrides)
-        storage_spec = cfg.storage
-        mode: Literal["live", "lines", "quiet"] = (
-            "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
-        )
-        outcome = launch(cfg, console=console, mode=mode, check=args.check,
-                         config_file=config_file, started=process_start_time())
-    except ConfigError as error:
-        message = mask_text(str(error), storage_spec) if storage_spec else str(error)
-        print(f"error: {message}", file=sys.stderr)
+        raw = apply_overrides(read_yaml(config_file), args.overrides)
+        if not args.check:
+            early = start_early(raw, started)
+        return _run(args, raw, config_file, started, early)
+    except ConfigError as error:  # the file itself (not YAML, a bad --set): no storage to mask
+        print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except WorkerError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -110,6 +113,36 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while starting (the run's own handler takes it later)
         print("stopped by SIGINT while starting; no trial had started", file=sys.stderr)
         return 128 + int(signal.SIGINT)
+    finally:
+        if early is not None:  # not taken over by the supervisor: stopped, its folder removed
+            early.abort()
+
+
+def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, started: float,
+         early: EarlyWorkers | None) -> int:
+    """Validate ``raw`` and run it (the workers may have started meanwhile); the exit code.
+    Errors that name the storage are printed with its secrets masked."""
+    from rich.console import Console  # imported once the workers import torch (see top)
+
+    from lightning_hpo.launch.config import parse_config
+    from lightning_hpo.launch.runner import launch
+    from lightning_hpo.storage import mask, mask_text, storage_outage
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    console = Console(highlight=False, markup=False, soft_wrap=True)
+    storage_spec = ""
+    try:
+        cfg = parse_config(raw)
+        storage_spec = cfg.storage
+        mode: Literal["live", "lines", "quiet"] = (
+            "quiet" if args.quiet else ("live" if console.is_terminal else "lines")
+        )
+        outcome = launch(cfg, console=console, mode=mode, check=args.check,
+                         config_file=config_file, started=started, early=early)
+    except ConfigError as error:
+        message = mask_text(str(error), storage_spec) if storage_spec else str(error)
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as error:  # the storage gone mid-run: one line; anything else: as is
         reason = storage_outage(error, storage_spec) if storage_spec else None
         if reason is None:

@@ -56,20 +56,27 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.resources
 import importlib.util
 import inspect
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
-
-from lightning_hpo.errors import ConfigError, field_choice, field_int
+from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
 from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, is_cli_config, parse_cli
+from lightning_hpo.launch.config_file import (
+    CONFIG_DIR,
+    DEFAULT_CONFIG,
+    apply_overrides,
+    read_yaml,
+    resolve_config,
+    run_dir_of,
+    shipped_configs,
+    study_name,
+)
+from lightning_hpo.launch.devices import DevicesSpec, parse_devices
 from lightning_hpo.launch.space import Space, check_in_space, parse_space
 
 if TYPE_CHECKING:
@@ -103,7 +110,6 @@ MODES = ("stop", "promotion")
 #: ``checkpoint.every``: when a trial's resume checkpoint is written.
 CHECKPOINT_POLICIES = ("auto", "epoch", "rung")
 DIRECTIONS = ("minimize", "maximize")
-ACCELERATORS = ("auto", "cpu", "gpu")
 #: Trainer arguments a config may set (max_epochs comes from the pruner's max_resource).
 TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_epochs": int,
@@ -123,24 +129,6 @@ LOGGERS = ("tensorboard", "csv")
 TENSORBOARD_INSTALL = "pip install 'lightning-async-hpo[tensorboard]'"
 
 
-def _shipped_config_dir() -> Path:
-    """``configs/`` inside the installed package (a wheel), else the source checkout's own.
-
-    pyproject.toml maps the top-level ``configs/`` folder into the wheel as
-    ``lightning_hpo/configs/``; a checkout on ``PYTHONPATH`` or an editable install has no such
-    folder in the package and reads the checkout's ``configs/`` next to ``lightning_hpo/``.
-    """
-    packaged = importlib.resources.files("lightning_hpo") / "configs"
-    if isinstance(packaged, Path) and packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "configs"
-
-
-#: The folder of the shipped configs (see :func:`_shipped_config_dir`).
-CONFIG_DIR = _shipped_config_dir()
-#: The config ``python -m lightning_hpo.launch`` runs with no argument.
-DEFAULT_CONFIG = CONFIG_DIR / "quickstart.yaml"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -185,16 +173,6 @@ class PrunerSpec:
     def pauses(self) -> bool:
         """True when trials pause at rungs (a scheduler, not a pruner, decides)."""
         return self.name.startswith("sync_") or self.mode == "promotion"
-
-
-@dataclass(frozen=True)
-class DevicesSpec:
-    """``devices:``: how trials share the machine's devices (GPUs, else CPU cores)."""
-
-    per_trial: int = 1
-    trials_per_device: int = 1
-    accelerator: Literal["auto", "cpu", "gpu"] = "auto"
-    count: int | None = None  # how many devices to use; None = all visible
 
 
 @dataclass(frozen=True)
@@ -303,176 +281,6 @@ class Config:
         return Path(self.run_dir) / self.study
 
 
-# ------------------------------------------------------------------------------------------
-# Reading YAML and applying --set overrides.
-# ------------------------------------------------------------------------------------------
-class _Loader(yaml.SafeLoader):
-    """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``)."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def _yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
-
-
-def _decode(data: bytes, path: str | Path) -> str:
-    """The text of a config file, which must be UTF-8 (a leading byte-order mark is fine)."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise ConfigError(
-            "config",
-            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); "
-            "save it as UTF-8",
-        ) from None
-
-
-def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a UTF-8 config file with YAML's safe loader (no Python object tags).
-
-    Raises:
-        ConfigError: ``config: ...`` when the file cannot be read, is not UTF-8, is not YAML or
-            does not hold a mapping.
-
-    Example::
-
-        >>> read_yaml(DEFAULT_CONFIG)["study"]
-        'quickstart'
-    """
-    try:
-        text = _decode(Path(path).read_bytes(), path)
-    except OSError as error:
-        names = list(shipped_configs()) if isinstance(error, FileNotFoundError) else []
-        hint = f"; or name a shipped config: {', '.join(names)}" if names else ""
-        raise ConfigError(
-            "config", f"cannot read {path}: {error.strerror or error}{hint}"
-        ) from None
-    try:
-        raw = _yaml(text)
-    except yaml.YAMLError as error:
-        where = getattr(error, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        if not at and isinstance(getattr(error, "position", None), int):  # a yaml.ReaderError
-            at = f" at character {error.position + 1}"  # type: ignore[attr-defined]
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError("config", f"{path} is not valid YAML{at}: {problem}") from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        kind = type(raw).__name__
-        raise ConfigError("config", f"{path} must hold a mapping of fields, got {kind}")
-    return raw
-
-
-def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Return a copy of ``raw`` with ``key.sub=value`` overrides applied (values parsed as YAML).
-
-    Example::
-
-        >>> apply_overrides({"stop": {"n_trials": 50}}, ["stop.n_trials=20"])
-        {'stop': {'n_trials': 20}}
-    """
-    out = copy.deepcopy(dict(raw))
-    for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise ConfigError("--set", f"'{item}' must look like key.sub=value")
-        try:
-            value = _yaml(text) if text.strip() else None
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
-        node: dict[str, Any] = out
-        parts = _override_path(out, key.split("."))
-        for depth, part in enumerate(parts[:-1]):
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if depth == 0 and isinstance(child, str) and part in _NAMED_SECTIONS:
-                child = node[part] = {"name": child}  # `pruner: none` -> `pruner.name=asha`
-            if not isinstance(child, dict):
-                where = ".".join(parts[: depth + 1])
-                raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
-            node = child
-        node[parts[-1]] = value
-    return out
-
-
-#: Sections that may be a bare name (``pruner: none``): an override of one of their keys reads
-#: it as ``{name: none}``.
-_NAMED_SECTIONS = ("model", "data", "pruner", "sampler")
-
-
-def _override_path(raw: Mapping[str, Any], parts: list[str]) -> list[str]:
-    """The path of an override: in a LightningCLI config a space key is one dotted name, so
-    ``space.model.hidden_dim`` is ``["space", "model.hidden_dim"]`` (the longest existing key
-    of ``space`` that starts the rest, followed by what remains; else the whole rest).
-
-    Example::
-
-        >>> cli = {"cli": "main:cli_main", "space": {"model.dropout": {"uniform": [0, 1]}}}
-        >>> _override_path(cli, ["space", "model", "hidden_dim"])
-        ['space', 'model.hidden_dim']
-        >>> _override_path(cli, ["space", "model", "dropout", "uniform"])
-        ['space', 'model.dropout', 'uniform']
-        >>> _override_path({"space": {}}, ["space", "lr", "loguniform"])
-        ['space', 'lr', 'loguniform']
-    """
-    if len(parts) <= 2 or parts[0] != "space" or not is_cli_config(raw):
-        return parts
-    space = raw.get("space")
-    keys = space if isinstance(space, Mapping) else {}
-    for end in range(len(parts), 1, -1):
-        if ".".join(parts[1:end]) in keys:
-            return ["space", ".".join(parts[1:end]), *parts[end:]]
-    return ["space", ".".join(parts[1:])]
-
-
-def shipped_configs() -> dict[str, Path]:
-    """The configs shipped with the package, by name (the file name without ``.yaml``).
-
-    Example::
-
-        >>> list(shipped_configs())  # doctest: +NORMALIZE_WHITESPACE
-        ['dropout_mlp_tpe_hyperband', 'lenet_ddp', 'lenet_fashion_mnist', 'quickstart',
-         'random_search']
-    """
-    return {path.stem: path for path in sorted(CONFIG_DIR.glob("*.yaml"))}
-
-
-def resolve_config(path: str | Path | None) -> Path:
-    """The config file to read: ``path`` itself, or the shipped config it names.
-
-    ``None`` is the quickstart (:data:`DEFAULT_CONFIG`). A bare name (no folder) that is not
-    a file here, such as ``lenet_ddp`` or ``lenet_ddp.yaml``, is the shipped config of that name
-    (:func:`shipped_configs`); any other path is returned as given, relative to the current
-    folder, for :func:`read_yaml` to read or to report.
-
-    Example::
-
-        >>> resolve_config("lenet_ddp") == CONFIG_DIR / "lenet_ddp.yaml"
-        True
-        >>> resolve_config(None) == DEFAULT_CONFIG
-        True
-        >>> str(resolve_config("experiments/mine.yaml"))
-        'experiments/mine.yaml'
-    """
-    if path is None:
-        return DEFAULT_CONFIG
-    path = Path(path)
-    if len(path.parts) == 1 and not path.exists():
-        shipped = shipped_configs().get(path.name.removesuffix(".yaml"))
-        if shipped is not None:
-            return shipped
-    return path
-
-
 def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Config:
     """Load, override and validate a config file (see :func:`resolve_config` for ``path``).
 
@@ -488,13 +296,6 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
 # ------------------------------------------------------------------------------------------
 # Validation, field by field.
 # ------------------------------------------------------------------------------------------
-def _check_keys(section: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
-    unknown = sorted(set(section) - set(allowed))
-    if unknown:
-        field_name = f"{where}.{unknown[0]}" if where else str(unknown[0])
-        raise ConfigError(field_name, f"unknown field; allowed: {', '.join(sorted(allowed))}")
-
-
 def _section(raw: Mapping[str, Any], key: str, default: Any) -> Any:
     value = raw.get(key, default)
     return default if value is None else value
@@ -524,7 +325,7 @@ def _pruner(raw: Any) -> PrunerSpec:
     keys += {"asha": ["mode", "finish_best"], "hyperband": ["mode", "finish_best"],
              "sync_sh": ["prefact", "resume", "finish_best"],
              "sync_hyperband": ["prefact", "resume", "finish_best"]}.get(name, [])
-    _check_keys(args, keys, "pruner")
+    field_keys(args, keys, "pruner")
     mode = field_choice("pruner.mode", args.get("mode", "stop"), MODES)
     prefact = field_int("pruner.prefact", args.get("prefact", 1), minimum=1)
     resume = _pruner_flag(args, "resume")
@@ -563,7 +364,7 @@ def _pruner_flag(args: Mapping[str, Any], key: str) -> bool:
 def _checkpoint(raw: Any, pruner: PrunerSpec) -> CheckpointSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("every", "max_paused"), "checkpoint")
+    field_keys(raw, ("every", "max_paused"), "checkpoint")
     every = field_choice("checkpoint.every", raw.get("every", "auto"), CHECKPOINT_POLICIES)
     max_paused = field_int("checkpoint.max_paused", raw.get("max_paused"), minimum=1, optional=True)
     if max_paused is not None and pruner.mode != "promotion":
@@ -579,7 +380,7 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
         return None
     if not isinstance(raw, Mapping):
         raise ConfigError("heartbeat", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("interval", "grace_period"), "heartbeat")
+    field_keys(raw, ("interval", "grace_period"), "heartbeat")
     if storage.startswith("grpc://"):
         raise ConfigError(
             "heartbeat",
@@ -602,26 +403,10 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
     return HeartbeatSpec(interval, grace)
 
 
-def _devices(raw: Any) -> DevicesSpec:
-    if not isinstance(raw, Mapping):
-        raise ConfigError("devices", f"must be a mapping, got {raw!r}")
-    _check_keys(raw, ("per_trial", "trials_per_device", "accelerator", "count"), "devices")
-    per_trial = field_int("devices.per_trial", raw.get("per_trial", 1), minimum=1)
-    sharing = field_int("devices.trials_per_device", raw.get("trials_per_device", 1), minimum=1)
-    accelerator = field_choice("devices.accelerator", raw.get("accelerator", "auto"), ACCELERATORS)
-    count = field_int("devices.count", raw.get("count"), minimum=1, optional=True)
-    if per_trial is not None and sharing is not None and per_trial > 1 and sharing > 1:
-        raise ConfigError(
-            "devices.trials_per_device",
-            "must be 1 when devices.per_trial > 1 (a DDP trial owns its devices)",
-        )
-    return DevicesSpec(per_trial or 1, sharing or 1, accelerator, count)  # type: ignore[arg-type]
-
-
 def _stop(raw: Any) -> StopSpec:
     if not isinstance(raw, Mapping):
         raise ConfigError("stop", f"must be a mapping, got {raw!r}")
-    _check_keys(
+    field_keys(
         raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace", "max_retries"), "stop"
     )
     n_trials = field_int("stop.n_trials", raw.get("n_trials"), minimum=1, optional=True)
@@ -745,7 +530,7 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
             raise ConfigError("sampler.name", f"is {name!r}; allowed: {', '.join(SAMPLERS)}{hint}")
     seed = field_int("sampler.seed", args.pop("seed", seed), minimum=0, optional=True)
     if name in SAMPLERS:
-        _check_keys(args, ("name", "seed"), "sampler")
+        field_keys(args, ("name", "seed"), "sampler")
         return name, {}, seed
     for key, value in args.items():
         if not isinstance(key, str) or not _is_yaml_value(value):
@@ -853,10 +638,10 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     Raises:
         ConfigError: naming the first offending field and what is allowed.
     """
-    _check_keys(raw, TOP_LEVEL, "")
-    study = _study(raw.get("study"))
+    field_keys(raw, TOP_LEVEL, "")
+    study = study_name(raw.get("study"))
     storage = _storage(_section(raw, "storage", f"runs/{study}.journal"))
-    run_dir = _run_dir(_section(raw, "run_dir", "runs"))
+    run_dir = run_dir_of(_section(raw, "run_dir", "runs"))
     cli = parse_cli(raw) if is_cli_config(raw) else None
     if cli is None:
         model, model_args = _named(raw.get("model"), "model")
@@ -873,7 +658,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     initial = _initial(_section(raw, "initial", []), space)
     sampler, sampler_args, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
     pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
-    devices = _devices(_section(raw, "devices", {}))
+    devices = parse_devices(_section(raw, "devices", {}))
     stop = _stop(_section(raw, "stop", {}))
     trainer = _trainer(_section(raw, "trainer", {}), cli=cli is not None)
     trainer_epochs = trainer.pop("max_epochs", None)
@@ -901,28 +686,11 @@ _CLI_HOW = ("give the model as model: {class_path: package.module.Class} "
             "config: [config.yaml]); see the README, 'Your Lightning project as it is'")
 
 
-def _study(study: Any) -> str:
-    """``study``: the study's name, which also names its folder under ``run_dir``."""
-    if not isinstance(study, str) or not _NAME.match(study):
-        raise ConfigError(
-            "study",
-            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
-            "(it names a folder under run_dir)",
-        )
-    return study
-
-
 def _storage(storage: Any) -> str:
     """``storage``: a journal file path or a storage URL (opened and checked by the launcher)."""
     if not isinstance(storage, str) or not storage.strip():
         raise ConfigError("storage", "must be an Optuna storage URL or a journal file path")
     return storage
-
-
-def _run_dir(run_dir: Any) -> str:
-    if not isinstance(run_dir, str) or not run_dir:
-        raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
-    return run_dir
 
 
 def _metric(metric: Any) -> str:

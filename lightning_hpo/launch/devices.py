@@ -1,4 +1,5 @@
-"""Worker slots: which devices each concurrent trial gets. Pure planning plus one detector.
+"""Worker slots: which devices each concurrent trial gets. The ``devices:`` section, pure
+planning, and one detector.
 
 A *slot* runs one trial at a time, forever taking the next one. With ``per_trial`` devices a
 trial trains with DDP on all of them; with ``trials_per_device`` several slots share a device
@@ -16,13 +17,63 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
 
-__all__ = ["Slot", "detect_devices", "plan_slots", "threads_per_process"]
+__all__ = [
+    "ACCELERATORS",
+    "DevicesSpec",
+    "Slot",
+    "cuda_possible",
+    "detect_devices",
+    "parse_devices",
+    "plan_slots",
+    "threads_per_process",
+]
+
+ACCELERATORS = ("auto", "cpu", "gpu")
+#: Files that exist where a GPU torch could use may be: NVIDIA's driver, WSL's GPU bridge, ROCm.
+GPU_FILES = ("/proc/driver/nvidia/gpus", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
+
+
+@dataclass(frozen=True)
+class DevicesSpec:
+    """``devices:``: how trials share the machine's devices (GPUs, else CPU cores)."""
+
+    per_trial: int = 1
+    trials_per_device: int = 1
+    accelerator: Literal["auto", "cpu", "gpu"] = "auto"
+    count: int | None = None  # how many devices to use; None = all visible
+
+
+def parse_devices(raw: Any) -> DevicesSpec:
+    """The config's ``devices`` section, validated.
+
+    Raises:
+        ConfigError: naming the field (``devices.per_trial: is 0, but must be ...``).
+
+    Example::
+
+        >>> parse_devices({"accelerator": "cpu", "count": 2})
+        DevicesSpec(per_trial=1, trials_per_device=1, accelerator='cpu', count=2)
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError("devices", f"must be a mapping, got {raw!r}")
+    field_keys(raw, ("per_trial", "trials_per_device", "accelerator", "count"), "devices")
+    per_trial = field_int("devices.per_trial", raw.get("per_trial", 1), minimum=1)
+    sharing = field_int("devices.trials_per_device", raw.get("trials_per_device", 1), minimum=1)
+    accelerator = field_choice("devices.accelerator", raw.get("accelerator", "auto"), ACCELERATORS)
+    count = field_int("devices.count", raw.get("count"), minimum=1, optional=True)
+    if per_trial > 1 and sharing > 1:
+        raise ConfigError(
+            "devices.trials_per_device",
+            "must be 1 when devices.per_trial > 1 (a DDP trial owns its devices)",
+        )
+    return DevicesSpec(per_trial, sharing, accelerator, count)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -56,14 +107,15 @@ def detect_devices(
     accelerator: Literal["auto", "cpu", "gpu"] = "auto", count: int | None = None
 ) -> tuple[Literal["cpu", "gpu"], int]:
     """The accelerator to use and how many devices: visible CUDA GPUs (``CUDA_VISIBLE_DEVICES``
-    respected), else the CPU cores this process may run on.
+    respected), else the CPU cores this process may run on. ``auto`` imports torch to count
+    GPUs only where one may exist (:func:`cuda_possible`).
 
     Raises:
         ConfigError: ``devices.accelerator`` is gpu but none is visible, or ``devices.count``
             asks for more devices than exist.
     """
     gpus = 0
-    if accelerator in ("auto", "gpu"):
+    if accelerator == "gpu" or (accelerator == "auto" and cuda_possible()):
         import torch
 
         gpus = torch.cuda.device_count()  # reads CUDA_VISIBLE_DEVICES; does not start CUDA
@@ -78,6 +130,21 @@ def detect_devices(
             )
         available = count
     return kind, available
+
+
+def cuda_possible() -> bool:
+    """False when this machine certainly has no GPU that torch could use (Linux without any of
+    :data:`GPU_FILES`): ``accelerator: auto`` is then the CPU, known without importing torch
+    (seconds). True elsewhere, where only ``torch.cuda.device_count()`` can tell.
+
+    Example::
+
+        >>> cuda_possible() in (True, False)
+        True
+    """
+    if not sys.platform.startswith("linux"):
+        return True
+    return any(os.path.exists(path) for path in GPU_FILES)
 
 
 def threads_per_process(n_cores: int, n_processes: int) -> int:

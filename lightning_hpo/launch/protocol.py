@@ -5,9 +5,10 @@ Light on purpose (no torch): the supervisor imports it.
 Events are JSON lines ``{"e": kind, "t": unix seconds, ...}`` on a pipe, in this order per trial:
 ``start`` (claimed) -> ``fit_start`` (params known, training begins) -> ``epoch``... -> ``end``;
 plus ``ready`` once and ``exit`` at the end of a worker. A worker started before the study
-exists (:attr:`WorkerSpec.hold`) imports torch and Lightning while the launcher goes on; the
-one that checks the config (:attr:`WorkerSpec.check`) then says ``checked`` (with the notes to
-show) or ``refused`` (a :class:`~lightning_hpo.errors.ConfigError`'s field and message).
+exists (:attr:`WorkerSpec.hold`) imports torch and Lightning while the launcher goes on; one
+that checks the config (:attr:`WorkerSpec.check`) then says ``checked`` (with the notes to
+show) or ``refused`` (a :class:`~lightning_hpo.errors.ConfigError`'s field and message), unless
+the go line is in its pipe already: the first worker to finish importing answers for all.
 
 The other way, on a second pipe, the supervisor sends :data:`GO_LINE` once the study exists (to
 held workers), and :class:`StopOrder` lines when the study's own budget is spent, followed by
@@ -69,6 +70,7 @@ class WorkerSpec:
     control_fd: int = -1  # read end of the supervisor's stop-order pipe (-1: none)
     hold: bool = False  # started before the study exists: wait for GO_LINE before claiming
     check: bool = False  # check the config against the real classes first (checked/refused)
+    # unless the go line came already (another worker answered and the study exists)
 
     @property
     def device_label(self) -> str:
@@ -155,17 +157,21 @@ def read_stop_orders(fd: int) -> list[StopOrder]:
             if line.strip() and line.strip() != GO_LINE.decode().strip()]
 
 
-def read_go(fd: int, keep_waiting: Callable[[], bool]) -> bool:
+def read_go(fd: int, keep_waiting: Callable[[], bool], *, wait: bool = True) -> bool:
     """Wait on a control pipe until the supervisor's :data:`GO_LINE`; True when it came.
 
     Reads byte by byte up to the line's end, so the stop orders written after it stay in the
     pipe for :func:`read_stop_orders`. False when the pipe closes (the launcher is gone or gave
-    up: a refused config) or ``keep_waiting()`` turns False (a signal arrived).
+    up: a refused config) or ``keep_waiting()`` turns False (a signal arrived). Without
+    ``wait``, only what is in the pipe already is read: False when the go line is not there
+    (yet).
     """
     line = b""
     while keep_waiting():
-        ready, _, _ = select.select([fd], [], [], 0.2)
+        ready, _, _ = select.select([fd], [], [], 0.2 if wait or line else 0)
         if not ready:
+            if not wait and not line:
+                return False
             continue
         try:
             byte = os.read(fd, 1)

@@ -30,7 +30,7 @@ import optuna
 from optuna.trial import TrialState
 from rich.console import Console
 
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, WorkerError
 from lightning_hpo.launch.changes import Changes
 from lightning_hpo.launch.cli_spec import DEFAULT_CLI
 from lightning_hpo.launch.config import (
@@ -41,6 +41,7 @@ from lightning_hpo.launch.config import (
     parse_config,
     resolve_config,
 )
+from lightning_hpo.launch.early import EarlyWorkers
 from lightning_hpo.launch.folders import prepare_folders, remove_folders
 from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import StorageSpec, mask
@@ -99,6 +100,7 @@ def launch(
     check: bool = False,
     config_file: Path | None = None,
     started: float | None = None,
+    early: EarlyWorkers | None = None,
 ) -> Outcome:
     """Check everything, then create or resume the study and run it to its budget.
 
@@ -109,7 +111,11 @@ def launch(
     ``ConfigError`` before anything is written.
 
     ``started`` (unix seconds, default: now) is when the command started: the budget's
-    ``stop.max_wallclock_time`` and the summary's time count from it.
+    ``stop.max_wallclock_time`` and the summary's time count from it. ``early`` are the workers
+    the command started before it validated the config (:func:`~lightning_hpo.launch.early.
+    start_early`): the supervisor takes them over when they fit the run, else they are stopped
+    and it starts its own; the caller still calls their ``abort()`` when this raises (a no-op
+    once they were taken over).
 
     Raises:
         ConfigError: bad input (config, registry, devices, storage, folders), naming the field.
@@ -143,14 +149,18 @@ def launch(
                           "SQL database (opening Optuna's tables there may write); a run "
                           "compares it before it writes anything.")
         return Outcome(None, "checked")
-    from lightning_hpo.launch.supervisor import Supervisor, WorkerError
+    from lightning_hpo.launch.supervisor import Supervisor
 
-    # The workers start now and import torch and Lightning while the first one checks the
-    # config against the real classes; the study is created or changed only once it said yes.
+    # The workers start now (or started before the config was parsed: early) and import torch
+    # and Lightning; the first one done checks the config against the real classes, and the
+    # study is created or changed only once it said yes.
     sup = Supervisor(cfg, None, slots, kind, n_cores=len(os.sched_getaffinity(0)),
                      started=started)
     try:
-        sup.start_held(check=True)
+        if early is None or not sup.adopt(early):
+            if early is not None:  # started for another plan than the run's: not used
+                early.abort()
+            sup.start_held(check=True)
         from lightning_hpo.launch.status import Display, summary  # meanwhile (0.15 s)
         from lightning_hpo.launch.study import config_changes, open_study, study_lock
         from lightning_hpo.launch.trials import recover_stale_trials

@@ -1,18 +1,17 @@
 """The supervisor: one worker process per slot, kept alive, watched, restarted, stopped cleanly.
 
 It never imports torch. Each worker is ``python -m lightning_hpo.launch.worker`` in a session of
-its own (a terminal's Ctrl-C reaches only the supervisor, which then stops the workers in
-order), with ``CUDA_VISIBLE_DEVICES`` set to its GPUs (on a GPU machine) and its threads to its
-share of the cores (``OMP_NUM_THREADS``; every slot of every device gets an equal share).
-Workers report on a pipe, one JSON event a line; the supervisor turns those into the
+its own, started by :func:`~lightning_hpo.launch.spawn.spawn_worker` (its environment, pipes and
+log), with its threads set to its share of the cores (every slot of every device gets an equal
+share). Workers report on a pipe, one JSON event a line; the supervisor turns those into the
 live status and notices when a worker dies:
 
-* the launcher starts the workers first (:meth:`Supervisor.start_held`): they import torch and
-  Lightning, the seconds every trial process pays, while the launcher opens the study, and the
-  first one checks the config against the real classes, where they are imported anyway. Only
-  once it has said ``checked`` is the study created or changed; a refusal stops them all and
-  leaves nothing written. The first epoch starts about when a plain Optuna script's does
-  (``benchmarks/bench_peers.py``);
+* the workers start first, before the study exists (:meth:`Supervisor.start_held`, or earlier
+  still, from the config file, by the command line: :meth:`Supervisor.adopt`): they import
+  torch and Lightning, the seconds every trial process pays, while the launcher validates the
+  config and opens the storage, and the first one done importing checks the config against the
+  real classes, where they are imported anyway. Only once it has said ``checked`` is the study
+  created or changed; a refusal stops them all and leaves nothing written;
 * a worker that exits non-zero or is killed hands its running trial back to the scheduler
   (:func:`~lightning_hpo.launch.trials.crashed`): the next free slot resumes it from its last
   checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason
@@ -31,7 +30,6 @@ live status and notices when a worker dies:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -40,7 +38,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,18 +47,18 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, WorkerError
 from lightning_hpo.launch.config import Config
-from lightning_hpo.launch.devices import Slot, threads_per_process, visible_gpus
+from lightning_hpo.launch.devices import Slot, threads_per_process
+from lightning_hpo.launch.early import EarlyWorkers, deadline_of
 from lightning_hpo.launch.protocol import (
-    CONFIG_ENV,
     GO_LINE,
     STOP_SIGNAL,
     TRIAL_LIMIT,
-    WORKER_ENV,
     StopOrder,
     WorkerSpec,
 )
+from lightning_hpo.launch.spawn import spawn_worker
 from lightning_hpo.launch.trials import close_segment_of, crashed, hand_back_owned, interrupt
 from lightning_hpo.schema import ATTR, Segment, device_label, is_paused
 
@@ -108,10 +105,6 @@ class _Worker:
     ready: bool = False  # it said so: its stop-order signal handler is in place
 
 
-class WorkerError(RuntimeError):
-    """A worker died where the launcher cannot go on without it (checking the config)."""
-
-
 def _how_it_ended(code: int) -> str:
     """``"was killed by SIGKILL"`` or ``"exited with code 1"``."""
     return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
@@ -148,10 +141,7 @@ class Supervisor:
         self.slots = slots
         self.kind = kind
         self.started = time.time() if started is None else started
-        self.deadline = (
-            None if cfg.stop.max_wallclock_time is None
-            else self.started + cfg.stop.max_wallclock_time
-        )
+        self.deadline = deadline_of(self.started, cfg.stop.max_wallclock_time)
         self.rows: dict[int, TrialRow] = {}
         self.stop_reason: str | None = None
         self._order: StopOrder | None = None  # the budget's last stop order, once it is spent
@@ -174,31 +164,52 @@ class Supervisor:
     def start_held(self, check: bool) -> None:
         """Start every slot's worker now, before the study exists: each imports torch and
         Lightning (seconds) while the launcher goes on, then waits for :meth:`run`'s word.
-        With ``check`` the first slot's worker checks the config against the real classes
-        first (:func:`~lightning_hpo.launch.config.check_against_registry`); wait for its
-        answer with :meth:`await_check`."""
+        With ``check`` each of them checks the config against the real classes once imported
+        (:func:`~lightning_hpo.launch.config.check_against_registry`), unless the go line came
+        first: the first to finish importing answers; wait for it with :meth:`await_check`."""
         missing = [p for p in (self._log_dir, *self._log_dir.parents) if not p.exists()]
         self._log_dir.mkdir(parents=True, exist_ok=True)
         self._made_logs = missing[-1] if missing else None
         for slot in self.slots:
-            self._start(slot, generation=0, hold=True, check=check and slot is self.slots[0])
+            self._start(slot, generation=0, hold=True, check=check)
         self._held = True
 
+    def adopt(self, early: EarlyWorkers) -> bool:
+        """Take over the workers the launcher started early (:mod:`~lightning_hpo.launch.early`)
+        as if :meth:`start_held` had started them; False, and nothing taken, when they were
+        started with another config, slots, threads, deadline or log folder than this
+        supervisor would use (the caller stops them and calls :meth:`start_held`)."""
+        plan = early.plan
+        same = (plan.raw == self.cfg.raw and plan.kind == self.kind and plan.slots == self.slots
+                and plan.threads == self._threads and plan.deadline == self.deadline
+                and plan.log_dir == self._log_dir and self._trials_per_process is None
+                and len(early.workers) == len(self.slots))
+        if not same or early.taken:
+            return False
+        for slot, started in zip(self.slots, early.workers, strict=True):
+            self._add(_Worker(slot, started.process, started.reader, 0, started.control))
+        self._made_logs, self._held, early.taken = early.made, True, True
+        return True
+
     def await_check(self) -> list[str]:
-        """The checking worker's answer: the notes to show once (the Trainer arguments of a
-        project's config the launcher replaces).
+        """The first answer of a checking worker (whichever finished importing first): the
+        notes to show once (the Trainer arguments of a project's config the launcher replaces).
 
         Raises:
             ConfigError: the config was refused, naming the field.
-            WorkerError: the worker died before it answered.
+            WorkerError: every worker died before one answered (the last one is named, with
+                its log).
         """
-        worker = self._workers[self.slots[0].index]
         while self._check_answer is None:
             self._pump(timeout=0.2)
-            code = worker.process.poll()
-            if code is not None and self._check_answer is None:
-                self._read(worker)
+            dead = [w for w in self._workers.values() if w.process.poll() is not None]
+            if self._check_answer is None and len(dead) == len(self._workers):
+                for worker in dead:
+                    self._read(worker)
                 if self._check_answer is None:
+                    worker = max(dead, key=lambda w: w.slot.index)
+                    code = worker.process.poll()
+                    assert code is not None
                     raise WorkerError(
                         f"the worker checking the config (pid {worker.process.pid}) "
                         f"{_how_it_ended(code)} before it answered; its log: "
@@ -282,48 +293,21 @@ class Supervisor:
 
     def _start(self, slot: Slot, generation: int, hold: bool = False, check: bool = False
                ) -> None:
-        spec_read, spec_write = os.pipe()
-        control_read, control_write = os.pipe()
         spec = WorkerSpec(
             slot=slot.index, devices=slot.devices, kind=self.kind, threads=self._threads,
-            launcher_pid=os.getpid(), events_fd=spec_write, deadline=self.deadline,
-            generation=generation, max_trials=self._trials_per_process, control_fd=control_read,
-            hold=hold, check=check,
+            launcher_pid=os.getpid(), events_fd=-1, deadline=self.deadline,
+            generation=generation, max_trials=self._trials_per_process, hold=hold, check=check,
         )
-        env = dict(os.environ)
-        env[CONFIG_ENV] = json.dumps(self.cfg.raw)
-        env[WORKER_ENV] = json.dumps(dataclasses.asdict(spec))
-        env["PYTHONUNBUFFERED"] = "1"
-        if self.kind == "gpu":
-            env["CUDA_VISIBLE_DEVICES"] = visible_gpus(
-                slot.devices, os.environ.get("CUDA_VISIBLE_DEVICES")
-            )
-        # Its share of the cores, on GPU slots too: 8 trials on one GPU must not each start a
-        # thread per core (the worker splits it with its data loader, devices.split_cores).
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self._threads)
-        log = open(self._log_dir / f"slot{slot.index}.log", "ab")  # noqa: SIM115 (child owns it)
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "lightning_hpo.launch.worker"],
-                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                pass_fds=(spec_write, control_read), start_new_session=True,
-            )
-        except BaseException:
-            os.close(spec_read)
-            os.close(control_write)
-            raise
-        finally:
-            log.close()
-            os.close(spec_write)
-            os.close(control_read)
-        reader = os.fdopen(spec_read, "r")
-        os.set_blocking(spec_read, False)
-        worker = _Worker(slot, process, reader, generation, control_write)
-        previous = self._workers.get(slot.index)
+        started = spawn_worker(self.cfg.raw, spec, self._log_dir / f"slot{slot.index}.log")
+        self._add(_Worker(slot, started.process, started.reader, generation, started.control))
+
+    def _add(self, worker: _Worker) -> None:
+        """Watch a started worker (a restarted slot keeps its count of deaths in a row)."""
+        previous = self._workers.get(worker.slot.index)
         if previous is not None:
             worker.deaths_in_a_row = previous.deaths_in_a_row
-        self._workers[slot.index] = worker
-        self._selector.register(reader, selectors.EVENT_READ, worker)
+        self._workers[worker.slot.index] = worker
+        self._selector.register(worker.reader, selectors.EVENT_READ, worker)
 
     # -- events ----------------------------------------------------------------------------
     def _pump(self, timeout: float) -> None:
@@ -395,9 +379,9 @@ class Supervisor:
                 self._wake(worker)
         elif kind == "exit":
             worker.exit_reason = event["reason"]
-        elif kind == "checked":
+        elif kind == "checked" and self._check_answer is None:  # the first answer counts
             self._check_answer = [str(note) for note in event.get("notes") or []]
-        elif kind == "refused":
+        elif kind == "refused" and self._check_answer is None:
             self._check_answer = ConfigError(str(event["field"]), str(event["message"]))
 
     # -- deaths, restarts, budgets -----------------------------------------------------------

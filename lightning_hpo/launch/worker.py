@@ -733,12 +733,7 @@ def main() -> int:
         _Stop.control_fd = spec.control_fd
     signal.signal(STOP_SIGNAL, _on_stop_order)  # before "ready": the supervisor waits for it
     events = EventWriter(spec.events_fd)
-    if spec.check and not _check_config(cfg, events):
-        return 0
-    if spec.hold:
-        _warm_up(cfg)
-    if spec.hold and not read_go(spec.control_fd, lambda: _Stop.reason is None):
-        events.emit("exit", slot=spec.slot, reason=_Stop.reason or "the launcher did not start")
+    if spec.hold and not _await_study(cfg, spec, events):
         return 0
     try:
         why = _run_leader(cfg, spec, events)
@@ -747,6 +742,23 @@ def main() -> int:
             _kill_children()
     events.emit("exit", slot=spec.slot, reason=why)
     return 0
+
+
+def _await_study(cfg: Config, spec: WorkerSpec, events: EventWriter) -> bool:
+    """A held worker, its imports done: check the config (unless the go line is here already:
+    another worker was first and the study exists), warm up, then wait for the go line.
+    False when it must not run: the config was refused, or the launcher stopped or is gone."""
+    def keep_waiting() -> bool:  # a signal ends the wait
+        return _Stop.reason is None
+
+    go = read_go(spec.control_fd, keep_waiting, wait=False)
+    if spec.check and not go and not _check_config(cfg, events):
+        return False
+    _warm_up(cfg)
+    if not go and not read_go(spec.control_fd, keep_waiting):
+        events.emit("exit", slot=spec.slot, reason=_Stop.reason or "the launcher did not start")
+        return False
+    return True
 
 
 def _check_config(cfg: Config, events: EventWriter) -> bool:

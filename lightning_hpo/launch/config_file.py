@@ -1,0 +1,252 @@
+"""The launcher's config file as a file: find it, read its YAML, apply ``--set`` overrides.
+
+Light on purpose (YAML and the standard library, no Optuna): ``python -m lightning_hpo.launch``
+reads the file and starts its workers (:mod:`lightning_hpo.launch.early`) before it imports what
+validates the config (:mod:`lightning_hpo.launch.config`, which re-exports these names). The
+two fields that say where a run writes, ``study`` and ``run_dir``, are checked here too: the
+early start makes the workers' log folder from them.
+
+Example::
+
+    >>> raw = apply_overrides(read_yaml(resolve_config("quickstart")), ["stop.n_trials=5"])
+    >>> raw["study"], raw["stop"]["n_trials"], study_name(raw["study"])
+    ('quickstart', 5, 'quickstart')
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.cli_spec import is_cli_config
+
+__all__ = [
+    "CONFIG_DIR",
+    "DEFAULT_CONFIG",
+    "apply_overrides",
+    "read_yaml",
+    "resolve_config",
+    "run_dir_of",
+    "shipped_configs",
+    "study_name",
+]
+
+
+def _shipped_config_dir() -> Path:
+    """``configs/`` inside the installed package (a wheel), else the source checkout's own.
+
+    pyproject.toml maps the top-level ``configs/`` folder into the wheel as
+    ``lightning_hpo/configs/``; a checkout on ``PYTHONPATH`` or an editable install has no such
+    folder in the package and reads the checkout's ``configs/`` next to ``lightning_hpo/``.
+    """
+    packaged = importlib.resources.files("lightning_hpo") / "configs"
+    if isinstance(packaged, Path) and packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "configs"
+
+
+#: The folder of the shipped configs (see :func:`_shipped_config_dir`).
+CONFIG_DIR = _shipped_config_dir()
+#: The config ``python -m lightning_hpo.launch`` runs with no argument.
+DEFAULT_CONFIG = CONFIG_DIR / "quickstart.yaml"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
+def _decode(data: bytes, path: str | Path) -> str:
+    """The text of a config file, which must be UTF-8 (a leading byte-order mark is fine)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            "config",
+            f"{path} is not UTF-8 text (byte 0x{data[error.start]:02x} on line {line}); "
+            "save it as UTF-8",
+        ) from None
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a UTF-8 config file with YAML's safe loader (no Python object tags).
+
+    Raises:
+        ConfigError: ``config: ...`` when the file cannot be read, is not UTF-8, is not YAML or
+            does not hold a mapping.
+
+    Example::
+
+        >>> read_yaml(DEFAULT_CONFIG)["study"]
+        'quickstart'
+    """
+    try:
+        text = _decode(Path(path).read_bytes(), path)
+    except OSError as error:
+        names = list(shipped_configs()) if isinstance(error, FileNotFoundError) else []
+        hint = f"; or name a shipped config: {', '.join(names)}" if names else ""
+        raise ConfigError(
+            "config", f"cannot read {path}: {error.strerror or error}{hint}"
+        ) from None
+    try:
+        raw = _yaml(text)
+    except yaml.YAMLError as error:
+        where = getattr(error, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        if not at and isinstance(getattr(error, "position", None), int):  # a yaml.ReaderError
+            at = f" at character {error.position + 1}"  # type: ignore[attr-defined]
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError("config", f"{path} is not valid YAML{at}: {problem}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        kind = type(raw).__name__
+        raise ConfigError("config", f"{path} must hold a mapping of fields, got {kind}")
+    return raw
+
+
+def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a copy of ``raw`` with ``key.sub=value`` overrides applied (values parsed as YAML).
+
+    Example::
+
+        >>> apply_overrides({"stop": {"n_trials": 50}}, ["stop.n_trials=20"])
+        {'stop': {'n_trials': 20}}
+    """
+    out = copy.deepcopy(dict(raw))
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError("--set", f"'{item}' must look like key.sub=value")
+        try:
+            value = _yaml(text) if text.strip() else None
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
+        node: dict[str, Any] = out
+        parts = _override_path(out, key.split("."))
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if depth == 0 and isinstance(child, str) and part in _NAMED_SECTIONS:
+                child = node[part] = {"name": child}  # `pruner: none` -> `pruner.name=asha`
+            if not isinstance(child, dict):
+                where = ".".join(parts[: depth + 1])
+                raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+#: Sections that may be a bare name (``pruner: none``): an override of one of their keys reads
+#: it as ``{name: none}``.
+_NAMED_SECTIONS = ("model", "data", "pruner", "sampler")
+
+
+def _override_path(raw: Mapping[str, Any], parts: list[str]) -> list[str]:
+    """The path of an override: in a LightningCLI config a space key is one dotted name, so
+    ``space.model.hidden_dim`` is ``["space", "model.hidden_dim"]`` (the longest existing key
+    of ``space`` that starts the rest, followed by what remains; else the whole rest).
+
+    Example::
+
+        >>> cli = {"cli": "main:cli_main", "space": {"model.dropout": {"uniform": [0, 1]}}}
+        >>> _override_path(cli, ["space", "model", "hidden_dim"])
+        ['space', 'model.hidden_dim']
+        >>> _override_path(cli, ["space", "model", "dropout", "uniform"])
+        ['space', 'model.dropout', 'uniform']
+        >>> _override_path({"space": {}}, ["space", "lr", "loguniform"])
+        ['space', 'lr', 'loguniform']
+    """
+    if len(parts) <= 2 or parts[0] != "space" or not is_cli_config(raw):
+        return parts
+    space = raw.get("space")
+    keys = space if isinstance(space, Mapping) else {}
+    for end in range(len(parts), 1, -1):
+        if ".".join(parts[1:end]) in keys:
+            return ["space", ".".join(parts[1:end]), *parts[end:]]
+    return ["space", ".".join(parts[1:])]
+
+
+def shipped_configs() -> dict[str, Path]:
+    """The configs shipped with the package, by name (the file name without ``.yaml``).
+
+    Example::
+
+        >>> list(shipped_configs())  # doctest: +NORMALIZE_WHITESPACE
+        ['dropout_mlp_tpe_hyperband', 'lenet_ddp', 'lenet_fashion_mnist', 'quickstart',
+         'random_search']
+    """
+    return {path.stem: path for path in sorted(CONFIG_DIR.glob("*.yaml"))}
+
+
+def resolve_config(path: str | Path | None) -> Path:
+    """The config file to read: ``path`` itself, or the shipped config it names.
+
+    ``None`` is the quickstart (:data:`DEFAULT_CONFIG`). A bare name (no folder) that is not
+    a file here, such as ``lenet_ddp`` or ``lenet_ddp.yaml``, is the shipped config of that name
+    (:func:`shipped_configs`); any other path is returned as given, relative to the current
+    folder, for :func:`read_yaml` to read or to report.
+
+    Example::
+
+        >>> resolve_config("lenet_ddp") == CONFIG_DIR / "lenet_ddp.yaml"
+        True
+        >>> resolve_config(None) == DEFAULT_CONFIG
+        True
+        >>> str(resolve_config("experiments/mine.yaml"))
+        'experiments/mine.yaml'
+    """
+    if path is None:
+        return DEFAULT_CONFIG
+    path = Path(path)
+    if len(path.parts) == 1 and not path.exists():
+        shipped = shipped_configs().get(path.name.removesuffix(".yaml"))
+        if shipped is not None:
+            return shipped
+    return path
+
+
+
+
+def study_name(study: Any) -> str:
+    """``study``: the study's name, which also names its folder under ``run_dir``.
+
+    Example::
+
+        >>> study_name("lenet-asha")
+        'lenet-asha'
+    """
+    if not isinstance(study, str) or not _NAME.match(study):
+        raise ConfigError(
+            "study",
+            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
+            "(it names a folder under run_dir)",
+        )
+    return study
+
+
+def run_dir_of(run_dir: Any) -> str:
+    """``run_dir``: the folder that holds each study's trial folders (default ``runs``)."""
+    if not isinstance(run_dir, str) or not run_dir:
+        raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
+    return run_dir
