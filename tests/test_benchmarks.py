@@ -954,3 +954,25 @@ def test_bench_peers_runs_both_systems_on_the_same_configurations(tmp_path: Path
         f"{what} vs plain Optuna (quickstart)" for what in
         ("wall-clock", "time to first epoch", "seconds per epoch", "the same epoch")]
     assert all(f.met in (True, False) for f in figures)
+
+
+@pytest.mark.parametrize("cli", [False, True], ids=["registry", "lightning-cli"])
+def test_the_long_variant_is_a_config_the_launcher_accepts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: bool
+) -> None:
+    """``--long`` names the repeated data module by its module path (the registry, as the
+    quickstart does); ``--cli`` gives model and data by class_path (LightningCLI). Both parse,
+    and the registry form passes the launcher's check against the real classes."""
+    import bench_peers
+
+    from lightning_hpo.launch.config import check_against_registry, parse_config
+
+    monkeypatch.syspath_prepend(str(bench_peers.PEERS))
+    cfg = parse_config(bench_peers.ours_config(tmp_path, [bench_peers.INITIAL], repeat=10,
+                                               cli=cli))
+    assert cfg.stop.n_trials == 1 and cfg.study_dir == tmp_path / "runs" / "ours"
+    if cli:
+        assert cfg.cli is not None and "data.init_args.batch_size" in cfg.space
+    else:
+        assert (cfg.data, cfg.data_args) == ("bigger_digits:RepeatedDigits", {"repeat": 10})
+        check_against_registry(cfg)
