@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,41 @@ def test_auto_on_a_machine_without_a_gpu_driver_never_imports_torch() -> None:
     if possible == "True":
         pytest.skip("this machine may have a GPU: torch must count them")
     assert (kind, counted, imported) == ("cpu", "True", "False")
+
+
+@pytest.mark.parametrize(
+    ("physical", "visible", "expected"),
+    [
+        pytest.param(2, None, 2, id="all-gpus"),
+        pytest.param(0, None, 0, id="driver-without-gpus"),
+        pytest.param(4, "2,3", 2, id="two-of-four"),
+        pytest.param(2, "1,0", 2, id="reordered"),
+        pytest.param(2, "", 0, id="empty-hides-all"),
+        pytest.param(2, "-1", 0, id="minus-one-hides-all"),
+        pytest.param(2, "1,-1,0", 1, id="read-up-to-the-first-invalid"),
+        pytest.param(2, "0,0", 1, id="a-repeat-ends-the-list"),
+        pytest.param(2, "0,5", 1, id="out-of-range-ends-the-list"),
+        pytest.param(2, " 1 , 0 ", 2, id="spaces"),
+        pytest.param(2, "GPU-8f2c1d", None, id="uuid-only-cuda-knows"),
+        pytest.param(2, "MIG-1/2/3", None, id="mig-only-cuda-knows"),
+    ],
+)
+def test_gpus_are_counted_as_cuda_counts_them(
+    tmp_path: Path, physical: int, visible: str | None, expected: int | None
+) -> None:
+    for bus in range(physical):
+        (tmp_path / f"0000:{bus:02x}:00.0").mkdir()
+    environ = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
+    assert devices.gpus_without_torch(environ, str(tmp_path)) == expected
+
+
+def test_no_driver_folder_means_no_gpu_unless_the_driver_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = str(tmp_path / "nvidia" / "gpus")
+    monkeypatch.setattr(devices.os.path, "exists", lambda path: False)
+    assert devices.gpus_without_torch({}, missing) == 0
+    monkeypatch.setattr(devices.os.path, "exists", lambda path: path == "/dev/nvidiactl")
+    assert devices.gpus_without_torch({}, missing) is None
+    monkeypatch.setattr(devices.os.path, "exists", lambda path: path == "/dev/dxg")
+    assert devices.gpus_without_torch({}, missing) is None  # WSL: only CUDA can count

@@ -103,10 +103,38 @@ def test_no_plan_where_the_launcher_will_refuse_or_needs_torch(fields: dict[str,
     assert plan_early(_raw(**fields), started=0.0) is None
 
 
-def test_no_plan_where_a_gpu_may_be(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("devices", "gpus", "expected"),
+    [
+        pytest.param({"accelerator": "auto"}, None, None, id="auto-uncountable"),
+        pytest.param({"accelerator": "gpu"}, None, None, id="gpu-uncountable"),
+        pytest.param({"accelerator": "gpu"}, 0, None, id="gpu-asked-none-there"),
+        pytest.param({"accelerator": "auto"}, 0, ("cpu", None), id="auto-no-gpu-is-cpu"),
+        pytest.param({"accelerator": "cpu"}, None, ("cpu", None), id="cpu-never-counts-gpus"),
+        pytest.param({"accelerator": "auto"}, 2, ("gpu", [(0,), (1,)]), id="auto-2-gpus"),
+        pytest.param({"accelerator": "gpu", "per_trial": 2}, 4, ("gpu", [(0, 1), (2, 3)]),
+                     id="ddp-on-4-gpus"),
+        pytest.param({"count": 1, "trials_per_device": 2}, 2, ("gpu", [(0,), (0,)]),
+                     id="2-trials-on-gpu-0"),
+        pytest.param({"count": 3}, 2, None, id="more-gpus-asked-than-seen"),
+    ],
+)
+def test_on_a_gpu_machine_the_plan_counts_the_gpus_without_torch(
+    monkeypatch: pytest.MonkeyPatch, devices: dict[str, Any], gpus: int | None,
+    expected: tuple[str, list[tuple[int, ...]] | None] | None,
+) -> None:
     monkeypatch.setattr(early_module, "cuda_possible", lambda: True)
-    assert plan_early(_raw(devices={"accelerator": "auto"}), started=0.0) is None
-    assert plan_early(_raw(devices={"accelerator": "cpu"}), started=0.0) is not None
+    monkeypatch.setattr(early_module, "gpus_without_torch", lambda: gpus)
+    plan = plan_early(_raw(devices=devices), started=0.0)
+    if expected is None:
+        assert plan is None
+        return
+    assert plan is not None
+    kind, slots = expected
+    assert plan.kind == kind
+    if slots is not None:
+        assert [s.devices for s in plan.slots] == slots
+        assert plan.threads == max(1, CORES // (len(slots) * len(slots[0])))
 
 
 # -- starting and stopping them ------------------------------------------------------------------

@@ -30,6 +30,7 @@ __all__ = [
     "Slot",
     "cuda_possible",
     "detect_devices",
+    "gpus_without_torch",
     "parse_devices",
     "plan_slots",
     "threads_per_process",
@@ -145,6 +146,52 @@ def cuda_possible() -> bool:
     if not sys.platform.startswith("linux"):
         return True
     return any(os.path.exists(path) for path in GPU_FILES)
+
+
+def gpus_without_torch(
+    environ: Mapping[str, str] | None = None, gpus_dir: str = "/proc/driver/nvidia/gpus"
+) -> int | None:
+    """How many GPUs ``torch.cuda.device_count()`` will see, read from NVIDIA's driver folder
+    and ``CUDA_VISIBLE_DEVICES`` without importing torch; None where that cannot be told so
+    (not Linux, WSL or ROCm, a driver without its folder, GPUs named by UUID or MIG id).
+
+    Like CUDA, ``CUDA_VISIBLE_DEVICES`` is read up to its first invalid entry (a repeat, a
+    negative or out-of-range index): ``"1,0"`` on 2 GPUs is 2, ``"1,-1,0"`` is 1, ``""`` is 0.
+    The launcher still counts with torch; this only lets the workers start before it does
+    (:mod:`~lightning_hpo.launch.early`), and a count that differs restarts them.
+
+    Example::
+
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     for bus in ("0000:07:00.0", "0000:0a:00.0"):
+        ...         os.mkdir(os.path.join(folder, bus))
+        ...     [gpus_without_torch({}, folder), gpus_without_torch({"CUDA_VISIBLE_DEVICES": "1"},
+        ...      folder), gpus_without_torch({"CUDA_VISIBLE_DEVICES": "GPU-8f2c"}, folder)]
+        [2, 1, None]
+    """
+    environ = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or any(
+        os.path.exists(path) for path in ("/dev/dxg", "/dev/kfd")
+    ):
+        return None
+    try:
+        physical = len(os.listdir(gpus_dir))
+    except FileNotFoundError:
+        return None if os.path.exists("/dev/nvidiactl") else 0
+    except OSError:
+        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return physical
+    seen: list[int] = []
+    for entry in (item.strip() for item in visible.split(",")):
+        if entry and not entry.lstrip("-").isdigit():
+            return None  # a UUID or a MIG id: only CUDA knows what it names
+        if not entry or int(entry) < 0 or int(entry) >= physical or int(entry) in seen:
+            break
+        seen.append(int(entry))
+    return len(seen)
 
 
 def threads_per_process(n_cores: int, n_processes: int) -> int:

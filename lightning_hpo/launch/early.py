@@ -11,9 +11,10 @@ plan is the one it would have made; otherwise they are stopped and their log fol
 (:meth:`EarlyWorkers.abort`), and the run goes on as it would have without them: a refused
 config is still one line, exit 2, nothing left behind.
 
-Where the slots cannot be known without torch (a machine that may have a GPU, see
-:func:`~lightning_hpo.launch.devices.cuda_possible`) or the file is not a plain valid shape,
-there is no early start.
+On a GPU machine the GPUs are counted from NVIDIA's driver folder and ``CUDA_VISIBLE_DEVICES``
+(:func:`~lightning_hpo.launch.devices.gpus_without_torch`); the launcher still counts them with
+torch meanwhile, and a plan that differs is not adopted. Where they cannot be counted so (WSL,
+ROCm, GPUs named by UUID) or the file is not a plain valid shape, there is no early start.
 
 Example::
 
@@ -43,6 +44,7 @@ from lightning_hpo.launch.devices import (
     Slot,
     cuda_possible,
     detect_devices,
+    gpus_without_torch,
     parse_devices,
     plan_slots,
     threads_per_process,
@@ -108,15 +110,13 @@ class EarlyWorkers:
 
 def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
     """The slots, threads, deadline and log folder a run of ``raw`` (a config file's mapping,
-    overrides applied) will have, when they are known without torch or Optuna; else None (a
-    GPU may be there, or a field the launcher will refuse)."""
+    overrides applied) will have, when they are known without torch or Optuna; else None (GPUs
+    only torch can count, or a field the launcher will refuse)."""
     try:
         folder = Path(run_dir_of("runs" if raw.get("run_dir") is None else raw["run_dir"]))
         folder = folder / study_name(raw.get("study"))
         devices = parse_devices({} if raw.get("devices") is None else raw["devices"])
-        if devices.accelerator == "gpu" or (devices.accelerator == "auto" and cuda_possible()):
-            return None
-        _, n_devices = detect_devices("cpu", devices.count)
+        kind, n_devices = _devices_without_torch(devices.accelerator, devices.count)
         slots = plan_slots(n_devices, devices.per_trial, devices.trials_per_device)
     except ConfigError:
         return None
@@ -126,8 +126,28 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
                                 or not math.isfinite(seconds) or seconds <= 0):
         return None
     threads = threads_per_process(len(os.sched_getaffinity(0)), len(slots) * len(slots[0].devices))
-    return EarlyPlan(dict(raw), "cpu", slots, threads, deadline_of(started, seconds),
+    return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds),
                      folder / "workers")
+
+
+def _devices_without_torch(accelerator: str, count: int | None) -> tuple[str, int]:
+    """:func:`~lightning_hpo.launch.devices.detect_devices`' answer, told without torch.
+
+    Raises:
+        ConfigError: it cannot be told so (the launcher's own count, with torch, decides), or
+            the launcher will refuse the request.
+    """
+    gpus = 0
+    if accelerator == "gpu" or (accelerator == "auto" and cuda_possible()):
+        found = gpus_without_torch()
+        if found is None or (accelerator == "gpu" and found == 0):
+            raise ConfigError("devices", "the GPUs can only be counted with torch")
+        gpus = found
+    if gpus == 0:
+        return detect_devices("cpu", count)
+    if count is not None and count > gpus:
+        raise ConfigError("devices.count", f"is {count}, but only {gpus} gpu device(s) exist")
+    return "gpu", gpus if count is None else count
 
 
 def start_early(raw: Mapping[str, Any], started: float) -> EarlyWorkers | None:
