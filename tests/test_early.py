@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from _support import config_file, launch, popen, study_of, wait_for
 
+from lightning_hpo.launch import devices as devices_module
 from lightning_hpo.launch import early as early_module
 from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.devices import Slot
@@ -28,7 +29,7 @@ CORES = len(os.sched_getaffinity(0))
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """A machine where no GPU can be (the plan is known without torch)."""
-    monkeypatch.setattr(early_module, "cuda_possible", lambda: False)
+    monkeypatch.setattr(devices_module, "cuda_possible", lambda: False)
 
 
 def _raw(**fields: Any) -> dict[str, Any]:
@@ -123,7 +124,7 @@ def test_on_a_gpu_machine_the_plan_counts_the_gpus_without_torch(
     monkeypatch: pytest.MonkeyPatch, devices: dict[str, Any], gpus: int | None,
     expected: tuple[str, list[tuple[int, ...]] | None] | None,
 ) -> None:
-    monkeypatch.setattr(early_module, "cuda_possible", lambda: True)
+    monkeypatch.setattr(devices_module, "cuda_possible", lambda: True)
     monkeypatch.setattr(early_module, "gpus_without_torch", lambda: gpus)
     plan = plan_early(_raw(devices=devices), started=0.0)
     if expected is None:

@@ -31,14 +31,19 @@ __all__ = [
     "cuda_possible",
     "detect_devices",
     "gpus_without_torch",
+    "needs_gpu_count",
     "parse_devices",
     "plan_slots",
     "threads_per_process",
 ]
 
 ACCELERATORS = ("auto", "cpu", "gpu")
-#: Files that exist where a GPU torch could use may be: NVIDIA's driver, WSL's GPU bridge, ROCm.
-GPU_FILES = ("/proc/driver/nvidia/gpus", "/dev/nvidiactl", "/dev/dxg", "/dev/kfd")
+#: NVIDIA's driver: a folder per GPU, and its control device.
+NVIDIA_GPUS, NVIDIA_CONTROL = "/proc/driver/nvidia/gpus", "/dev/nvidiactl"
+#: WSL's GPU bridge and ROCm's driver: GPUs only CUDA (HIP) itself can count.
+OTHER_GPU_FILES = ("/dev/dxg", "/dev/kfd")
+#: Files that exist where a GPU torch could use may be.
+GPU_FILES = (NVIDIA_GPUS, NVIDIA_CONTROL, *OTHER_GPU_FILES)
 
 
 @dataclass(frozen=True)
@@ -105,18 +110,21 @@ def plan_slots(n_devices: int, per_trial: int = 1, trials_per_device: int = 1) -
 
 
 def detect_devices(
-    accelerator: Literal["auto", "cpu", "gpu"] = "auto", count: int | None = None
+    accelerator: Literal["auto", "cpu", "gpu"] = "auto", count: int | None = None,
+    gpus: int | None = None,
 ) -> tuple[Literal["cpu", "gpu"], int]:
     """The accelerator to use and how many devices: visible CUDA GPUs (``CUDA_VISIBLE_DEVICES``
-    respected), else the CPU cores this process may run on. ``auto`` imports torch to count
-    GPUs only where one may exist (:func:`cuda_possible`).
+    respected), else the CPU cores this process may run on. ``gpus`` is the number of visible
+    GPUs when it is known already (:func:`gpus_without_torch`); None counts them here, with
+    torch, only where one may exist (:func:`needs_gpu_count`).
 
     Raises:
         ConfigError: ``devices.accelerator`` is gpu but none is visible, or ``devices.count``
             asks for more devices than exist.
     """
-    gpus = 0
-    if accelerator == "gpu" or (accelerator == "auto" and cuda_possible()):
+    if not needs_gpu_count(accelerator):
+        gpus = 0
+    elif gpus is None:
         import torch
 
         gpus = torch.cuda.device_count()  # reads CUDA_VISIBLE_DEVICES; does not start CUDA
@@ -131,6 +139,18 @@ def detect_devices(
             )
         available = count
     return kind, available
+
+
+def needs_gpu_count(accelerator: str) -> bool:
+    """Whether ``devices.accelerator`` needs the GPUs counted: ``gpu``, or ``auto`` where a GPU
+    may exist (:func:`cuda_possible`).
+
+    Example::
+
+        >>> needs_gpu_count("cpu"), needs_gpu_count("gpu")
+        (False, True)
+    """
+    return accelerator == "gpu" or (accelerator == "auto" and cuda_possible())
 
 
 def cuda_possible() -> bool:
@@ -149,7 +169,7 @@ def cuda_possible() -> bool:
 
 
 def gpus_without_torch(
-    environ: Mapping[str, str] | None = None, gpus_dir: str = "/proc/driver/nvidia/gpus"
+    environ: Mapping[str, str] | None = None, gpus_dir: str = NVIDIA_GPUS
 ) -> int | None:
     """How many GPUs ``torch.cuda.device_count()`` will see, read from NVIDIA's driver folder
     and ``CUDA_VISIBLE_DEVICES`` without importing torch; None where that cannot be told so
@@ -171,14 +191,12 @@ def gpus_without_torch(
         [2, 1, None]
     """
     environ = os.environ if environ is None else environ
-    if not sys.platform.startswith("linux") or any(
-        os.path.exists(path) for path in ("/dev/dxg", "/dev/kfd")
-    ):
+    if not sys.platform.startswith("linux") or any(map(os.path.exists, OTHER_GPU_FILES)):
         return None
     try:
         physical = len(os.listdir(gpus_dir))
     except FileNotFoundError:
-        return None if os.path.exists("/dev/nvidiactl") else 0
+        return None if os.path.exists(NVIDIA_CONTROL) else 0
     except OSError:
         return None
     visible = environ.get("CUDA_VISIBLE_DEVICES")

@@ -42,9 +42,9 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config_file import run_dir_of, study_name
 from lightning_hpo.launch.devices import (
     Slot,
-    cuda_possible,
     detect_devices,
     gpus_without_torch,
+    needs_gpu_count,
     parse_devices,
     plan_slots,
     threads_per_process,
@@ -116,7 +116,10 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
         folder = Path(run_dir_of("runs" if raw.get("run_dir") is None else raw["run_dir"]))
         folder = folder / study_name(raw.get("study"))
         devices = parse_devices({} if raw.get("devices") is None else raw["devices"])
-        kind, n_devices = _devices_without_torch(devices.accelerator, devices.count)
+        gpus = gpus_without_torch() if needs_gpu_count(devices.accelerator) else 0
+        if gpus is None:  # only torch can count them: the launcher does, then starts them
+            return None
+        kind, n_devices = detect_devices(devices.accelerator, devices.count, gpus=gpus)
         slots = plan_slots(n_devices, devices.per_trial, devices.trials_per_device)
     except ConfigError:
         return None
@@ -128,26 +131,6 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
     threads = threads_per_process(len(os.sched_getaffinity(0)), len(slots) * len(slots[0].devices))
     return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds),
                      folder / "workers")
-
-
-def _devices_without_torch(accelerator: str, count: int | None) -> tuple[str, int]:
-    """:func:`~lightning_hpo.launch.devices.detect_devices`' answer, told without torch.
-
-    Raises:
-        ConfigError: it cannot be told so (the launcher's own count, with torch, decides), or
-            the launcher will refuse the request.
-    """
-    gpus = 0
-    if accelerator == "gpu" or (accelerator == "auto" and cuda_possible()):
-        found = gpus_without_torch()
-        if found is None or (accelerator == "gpu" and found == 0):
-            raise ConfigError("devices", "the GPUs can only be counted with torch")
-        gpus = found
-    if gpus == 0:
-        return detect_devices("cpu", count)
-    if count is not None and count > gpus:
-        raise ConfigError("devices.count", f"is {count}, but only {gpus} gpu device(s) exist")
-    return "gpu", gpus if count is None else count
 
 
 def start_early(raw: Mapping[str, Any], started: float) -> EarlyWorkers | None:
