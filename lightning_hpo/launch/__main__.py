@@ -31,14 +31,25 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
-from lightning_hpo.launch.config_file import (
-    apply_overrides,
-    read_yaml,
-    resolve_config,
-    shipped_configs,
-)
-from lightning_hpo.launch.early import EarlyWorkers, start_early
+from lightning_hpo.launch._exit import fast_exit
+
+#: What Ctrl-C before the first trial says (exit 130), whenever it comes.
+STOPPED_STARTING = "stopped by SIGINT while starting; no trial had started"
+
+try:  # Ctrl-C in the command's first tenth of a second: the same line, not a traceback
+    from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
+    from lightning_hpo.launch.config_file import (
+        apply_overrides,
+        read_yaml,
+        resolve_config,
+        shipped_configs,
+    )
+    from lightning_hpo.launch.early import EarlyWorkers, start_early
+except KeyboardInterrupt:
+    print(STOPPED_STARTING, file=sys.stderr)
+    # os._exit, not SystemExit: CPython 3.11 remembers a KeyboardInterrupt raised inside exec()
+    # (dataclasses build their methods so) even once caught, and would end by SIGINT, not 130.
+    fast_exit(128 + int(signal.SIGINT))
 
 # The rest (Optuna, rich, the supervisor) is imported in main(), after the workers have started
 # (lightning_hpo.launch.early): a third of a second they spend importing torch meanwhile.
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_WORKER
     except KeyboardInterrupt:  # Ctrl-C while starting (the run's own handler takes it later)
-        print("stopped by SIGINT while starting; no trial had started", file=sys.stderr)
+        print(STOPPED_STARTING, file=sys.stderr)
         return 128 + int(signal.SIGINT)
     finally:
         if early is not None:  # not taken over by the supervisor: stopped, its folder removed
@@ -157,6 +168,4 @@ def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, start
 
 
 if __name__ == "__main__":
-    from lightning_hpo.launch._exit import fast_exit
-
     fast_exit(main())  # the config check imported torch: skip its 2-s teardown
