@@ -28,6 +28,7 @@ demo: $(STAMP)
 # The whole suite and the package's docstring examples (pyproject.toml: --doctest-modules).
 test: $(STAMP)
 	bash scripts/ensure_postgres.sh
+	bash scripts/ensure_slurm.sh
 	$(PY) -m pytest
 
 # One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules

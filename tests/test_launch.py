@@ -111,6 +111,22 @@ def test_a_slot_loader_gets_no_more_processes_than_its_share_of_cores(tmp_path: 
     assert "data.num_workers 3 -> 0: this slot's share is 1 core(s)" in logs
 
 
+def test_a_run_whose_every_trial_failed_exits_1_with_the_first_reason(tmp_path: Path) -> None:
+    """Every trial FAIL is not a success: exit 1, the first failure's reason in one line (the
+    summary is printed first, as for any run)."""
+    config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+                         space={"lr": {"loguniform": [0.2, 1.0]}},
+                         initial=[{"lr": 0.5}], stop={"n_trials": 2},
+                         devices={"accelerator": "cpu", "count": 1})
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stderr.strip().splitlines() == [
+        "error: every trial of this run failed (2 of 2); the first, trial 0: "
+        "RuntimeError: boom at lr=0.500"]
+    assert "This run: 2 trials on 1 slot in" in result.stdout
+    assert states(study_of(str(tmp_path / "t.journal")))["FAIL"] == 2
+
+
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:
     config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
                      initial=[{"lr": 0.05, "batch_size": 64}], stop={"n_trials": 6})

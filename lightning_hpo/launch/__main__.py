@@ -45,6 +45,7 @@ try:  # Ctrl-C in the command's first tenth of a second: the same line, not a tr
         shipped_configs,
     )
     from lightning_hpo.launch.early import EarlyWorkers, start_early
+    from lightning_hpo.launch.protocol import INTERRUPTS
 except KeyboardInterrupt:
     print(STOPPED_STARTING, file=sys.stderr)
     # os._exit, not SystemExit: CPython 3.11 remembers a KeyboardInterrupt raised inside exec()
@@ -56,6 +57,20 @@ except KeyboardInterrupt:
 
 EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
 EXIT_WORKER = 1  # the worker checking the config died before it answered
+EXIT_ALL_FAILED = 1  # every trial the run ran ended FAIL (the first reason is printed)
+
+
+class _Interrupted(BaseException):
+    """SIGTERM or SIGUSR1 before the supervisor runs (it takes them over then): like Ctrl-C's
+    KeyboardInterrupt, it unwinds the start-up, which stops the workers and writes nothing."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise _Interrupted(signum)
 
 
 def process_start_time() -> float:
@@ -109,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = process_start_time()
     early: EarlyWorkers | None = None
+    for sig in INTERRUPTS[1:]:  # SIGINT is KeyboardInterrupt already
+        signal.signal(sig, _interrupt)
     try:
         config_file = resolve_config(args.config)
         raw = apply_overrides(read_yaml(config_file), args.overrides)
@@ -124,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C while starting (the run's own handler takes it later)
         print(STOPPED_STARTING, file=sys.stderr)
         return 128 + int(signal.SIGINT)
+    except _Interrupted as stop:  # SIGTERM or SIGUSR1 (SLURM) while starting: the same
+        print(STOPPED_STARTING.replace("SIGINT", signal.Signals(stop.signum).name),
+              file=sys.stderr)
+        return 128 + stop.signum
     finally:
         if early is not None:  # not taken over by the supervisor: stopped, its folder removed
             early.abort()
@@ -164,6 +185,9 @@ def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, start
         return EXIT_STORAGE_LOST
     if outcome.why.startswith("stopped by"):
         return 128 + int(signal.Signals[outcome.why.split()[-1]])
+    if outcome.failed is not None:
+        print(f"error: {outcome.failed}", file=sys.stderr)
+        return EXIT_ALL_FAILED
     return 0
 
 

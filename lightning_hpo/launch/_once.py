@@ -9,7 +9,8 @@ as the same when they differ only in numbers and paths (:func:`message_key`).
 The launcher's own records (loggers under ``lightning_hpo.launch``) are events, one per trial
 or per crash, and are never held back. The warning Lightning gives for every trial folder
 ("Checkpoint directory ... exists and is not empty") is not said at all: the launcher puts each
-trial's logs next to its checkpoints on purpose.
+trial's logs next to its checkpoints on purpose, nor its hint to start a process with ``srun``
+(a worker is not a SLURM task on purpose: :mod:`lightning_hpo.launch.slurm`).
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def say_once() -> SaidOnce:
             if once not in handler.filters:
                 handler.addFilter(once)
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+    # A worker is not a SLURM task on purpose (launch.slurm): Lightning's hint to start it with
+    # srun, given where srun exists, is wrong here.
+    warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system")
     shown = warnings.showwarning
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
+from lightning_hpo.launch.slurm import usable_cores
 
 __all__ = [
     "ACCELERATORS",
@@ -114,7 +115,8 @@ def detect_devices(
     gpus: int | None = None,
 ) -> tuple[Literal["cpu", "gpu"], int]:
     """The accelerator to use and how many devices: visible CUDA GPUs (``CUDA_VISIBLE_DEVICES``
-    respected), else the CPU cores this process may run on. ``gpus`` is the number of visible
+    respected), else the CPU cores this process may run on (no more than SLURM allocated:
+    :func:`~lightning_hpo.launch.slurm.usable_cores`). ``gpus`` is the number of visible
     GPUs when it is known already (:func:`gpus_without_torch`); None counts them here, with
     torch, only where one may exist (:func:`needs_gpu_count`).
 
@@ -131,7 +133,7 @@ def detect_devices(
     if accelerator == "gpu" and gpus == 0:
         raise ConfigError("devices.accelerator", "is gpu, but no CUDA device is visible")
     kind: Literal["cpu", "gpu"] = "gpu" if gpus > 0 else "cpu"
-    available = gpus if kind == "gpu" else len(os.sched_getaffinity(0))
+    available = gpus if kind == "gpu" else usable_cores()
     if count is not None:
         if count > available:
             raise ConfigError(

@@ -50,6 +50,7 @@ from lightning_hpo.launch.devices import (
     threads_per_process,
 )
 from lightning_hpo.launch.protocol import WorkerSpec
+from lightning_hpo.launch.slurm import usable_cores
 from lightning_hpo.launch.spawn import WorkerProcess, spawn_worker
 
 __all__ = ["EarlyPlan", "EarlyWorkers", "deadline_of", "plan_early", "start_early"]
@@ -128,7 +129,7 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
                                 or not math.isfinite(seconds) or seconds <= 0):
         return None
-    threads = threads_per_process(len(os.sched_getaffinity(0)), len(slots) * len(slots[0].devices))
+    threads = threads_per_process(usable_cores(), len(slots) * len(slots[0].devices))
     return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds),
                      folder / "workers")
 

@@ -32,6 +32,7 @@ from lightning_hpo.schema import device_label
 __all__ = [
     "CONFIG_ENV",
     "GO_LINE",
+    "INTERRUPTS",
     "STOP_SIGNAL",
     "TRIAL_LIMIT",
     "WORKER_ENV",
@@ -50,6 +51,11 @@ WORKER_ENV = "LIGHTNING_HPO_WORKER"
 TRIAL_LIMIT = "trial limit reached"
 #: Sent to a worker after a :class:`StopOrder` is written to its control pipe: "read it now".
 STOP_SIGNAL = signal.SIGUSR1
+#: The signals that interrupt the launcher: the running trials pause at their last checkpoint and
+#: the command exits with 128 + the signal's number (130, 143, 138), for the same command to
+#: resume them. SIGUSR1 is what SLURM sends ahead of a time limit when asked
+#: (``--signal=B:USR1@120``); to a worker it stays :data:`STOP_SIGNAL`.
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 #: The supervisor's word to a held worker, on its control pipe: the study exists, start.
 GO_LINE = b'{"go": true}\n'
 

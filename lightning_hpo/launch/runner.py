@@ -20,11 +20,12 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import optuna
 from optuna.trial import TrialState
@@ -43,18 +44,24 @@ from lightning_hpo.launch.config import (
 )
 from lightning_hpo.launch.early import EarlyWorkers
 from lightning_hpo.launch.folders import prepare_folders, remove_folders
+from lightning_hpo.launch.slurm import describe, slurm_job, usable_cores
 from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import StorageSpec, mask
 
-__all__ = ["Outcome", "launch", "run"]
+if TYPE_CHECKING:
+    from lightning_hpo.launch.supervisor import TrialRow
+
+__all__ = ["Outcome", "all_failed", "launch", "run"]
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What :func:`launch` did: the study (None after ``check``) and why it stopped."""
+    """What :func:`launch` did: the study (None after ``check``), why it stopped, and when
+    every trial it ran ended FAIL, the first failure (one line, :func:`all_failed`)."""
 
     study: optuna.Study | None
     why: str
+    failed: str | None = None
 
 
 def run(
@@ -128,6 +135,9 @@ def launch(
     slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device)
     plan = (f"{len(slots)} slot(s) on {n_devices} {kind} device(s), "
             f"{cfg.devices.per_trial} device(s) per trial")
+    job = slurm_job()
+    if job is not None:  # what SLURM gave this launcher, in a batch job's output too (--quiet)
+        console.print(describe(job, affinity=len(os.sched_getaffinity(0))))
     spec = StorageSpec(cfg.storage)
     if spec.kind == "sqlite-memory":
         raise ConfigError("storage", "in-memory SQLite is not shared with the worker "
@@ -154,7 +164,7 @@ def launch(
     # The workers start now (or started before the config was parsed: early) and import torch
     # and Lightning; the first one done checks the config against the real classes, and the
     # study is created or changed only once it said yes.
-    sup = Supervisor(cfg, None, slots, kind, n_cores=len(os.sched_getaffinity(0)),
+    sup = Supervisor(cfg, None, slots, kind, n_cores=usable_cores(),
                      started=started)
     try:
         if early is None or not sup.adopt(early):
@@ -196,7 +206,26 @@ def launch(
         console.print(line)
     if cfg.cli is not None:
         console.print(_best_config(cfg, study))
-    return Outcome(study, why)
+    return Outcome(study, why, None if why.startswith("stopped by") else all_failed(sup.rows))
+
+
+def all_failed(rows: Mapping[int, TrialRow]) -> str | None:
+    """When the run ran trials and every one ended FAIL: how many, and the first failure's
+    reason in one line (its first line, at most 300 characters); else None.
+
+    Example::
+
+        >>> from lightning_hpo.launch.supervisor import TrialRow
+        >>> row = TrialRow(3, slot=0, device="cpu:0", state="FAIL", reason="ValueError: bad")
+        >>> all_failed({3: row})
+        'every trial of this run failed (1 of 1); the first, trial 3: ValueError: bad'
+    """
+    if not rows or any(row.state != "FAIL" for row in rows.values()):
+        return None
+    first = min(rows.values(), key=lambda row: (row.ended or math.inf, row.number))
+    reason = (first.reason or "no reason recorded").strip().splitlines()[0][:300]
+    return (f"every trial of this run failed ({len(rows)} of {len(rows)}); the first, "
+            f"trial {first.number}: {reason}")
 
 
 def _best_config(cfg: Config, study: optuna.Study) -> str:

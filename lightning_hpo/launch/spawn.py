@@ -7,9 +7,10 @@ start (:mod:`lightning_hpo.launch.early`) before Optuna is imported.
 A worker is ``python -m lightning_hpo.launch.worker`` in a session of its own (a terminal's
 Ctrl-C reaches only the launcher, which then stops the workers in order), with the config's raw
 mapping and its :class:`~lightning_hpo.launch.protocol.WorkerSpec` as JSON in its environment
-(not argv: a storage password stays out of ``ps``), ``CUDA_VISIBLE_DEVICES`` set to its GPUs on
-a GPU machine, and its threads to its share of the cores (``OMP_NUM_THREADS``). Its output is
-appended to its slot's log.
+(not argv: a storage password stays out of ``ps``), without a SLURM task's variables
+(:func:`~lightning_hpo.launch.slurm.worker_environment`), ``CUDA_VISIBLE_DEVICES`` set to its
+GPUs on a GPU machine, and its threads to its share of the cores (``OMP_NUM_THREADS``). Its
+output is appended to its slot's log.
 
 Example::
 
@@ -33,6 +34,7 @@ from typing import IO, Any
 
 from lightning_hpo.launch.devices import visible_gpus
 from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, WorkerSpec
+from lightning_hpo.launch.slurm import worker_environment
 
 __all__ = ["WorkerProcess", "spawn_worker"]
 
@@ -59,7 +61,7 @@ def spawn_worker(raw: Mapping[str, Any], spec: WorkerSpec, log: Path) -> WorkerP
     events_read, events_write = os.pipe()
     control_read, control_write = os.pipe()
     spec = dataclasses.replace(spec, events_fd=events_write, control_fd=control_read)
-    env = dict(os.environ)
+    env = worker_environment(os.environ)  # not a SLURM task, whatever the launcher is
     env[CONFIG_ENV] = json.dumps(raw)
     env[WORKER_ENV] = json.dumps(dataclasses.asdict(spec))
     env["PYTHONUNBUFFERED"] = "1"

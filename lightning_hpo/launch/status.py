@@ -225,7 +225,7 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         ran = Counter(r.state for r in sup.rows.values())
         states = ", ".join(f"{n} {s.lower()}" for s, n in ran.items())
         lines.append(
-            f"This run: {len(sup.rows)} trials on {len(sup.slots)} slots in "
+            f"This run: {_count(len(sup.rows), 'trial')} on {_count(len(sup.slots), 'slot')} in "
             f"{sup.elapsed:.1f} s{f' ({states})' if states else ''}."
         )
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
@@ -270,3 +270,8 @@ def _has_tensorboard_runs(study_dir: Path) -> bool:
     """Whether a trial wrote a TensorBoard run (a LightningCLI project's own logger replaces
     the launcher's, see :func:`lightning_hpo.launch.project.build_trial`)."""
     return any(True for _ in study_dir.glob("trial_*/**/events.out.tfevents.*"))
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 trial``, ``2 trials``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

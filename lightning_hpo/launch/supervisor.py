@@ -21,8 +21,9 @@ live status and notices when a worker dies:
   trials pause at their last checkpoint with their learning curve and the reason, at their next
   epoch boundary while ``stop.grace`` lasts, at their next batch after it; the next run resumes
   them;
-* SIGINT/SIGTERM of the launcher interrupt: every worker gets SIGTERM and the running trials
-  pause the same way. A signal during ``stop.grace`` ends the grace instead;
+* SIGINT, SIGTERM and SIGUSR1 (SLURM's warning ahead of a time limit) of the launcher interrupt:
+  every worker gets SIGTERM and the running trials pause the same way. A signal during
+  ``stop.grace`` ends the grace instead;
 * a worker still alive :data:`GRACE_SECONDS` after its last order is killed, and any trial of
   this launcher still RUNNING and not paused then is paused at its last checkpoint.
 """
@@ -53,6 +54,7 @@ from lightning_hpo.launch.devices import Slot, threads_per_process
 from lightning_hpo.launch.early import EarlyWorkers, deadline_of
 from lightning_hpo.launch.protocol import (
     GO_LINE,
+    INTERRUPTS,
     STOP_SIGNAL,
     TRIAL_LIMIT,
     StopOrder,
@@ -238,9 +240,7 @@ class Supervisor:
     def run(self) -> str:
         """Start every slot and supervise until all workers are done. Returns why it stopped."""
         self._log_dir.mkdir(parents=True, exist_ok=True)
-        previous = {
-            sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in INTERRUPTS}
         try:
             if self._held:  # the study exists now: the held workers may claim
                 for worker in self._workers.values():

@@ -724,6 +724,9 @@ def main() -> int:
     say_once()  # a notice Lightning repeats every trial is said the first time only
     torch.set_num_threads(spec.threads)
     if is_follower():
+        # Rank 0 reads the orders and leads the ranks; SIGUSR1 sent to every process of a SLURM
+        # step (srun, --signal=USR1@...) must not end a follower by its default action.
+        signal.signal(STOP_SIGNAL, signal.SIG_IGN)
         _run_follower(cfg, spec)
         return 0
     signal.signal(signal.SIGTERM, _on_signal)
