@@ -199,6 +199,14 @@ def wait_for(check: Callable[[], object], timeout: float = 240, what: str = "") 
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def wait_for_epochs(storage: str, epochs: int = 2, timeout: float = 180) -> None:
+    """Wait until a trial of study ``t`` in ``storage`` has reported ``epochs`` epochs (a
+    trial is running past its first checkpoints: the moment to interrupt it)."""
+    wait_for(lambda: any(len(t.intermediate_values) >= epochs
+                         for t in study_of(storage).get_trials(deepcopy=False)),
+             timeout=timeout, what=f"a trial with {epochs} epochs")
+
+
 def _journal_with_garbage_inside(folder: Path) -> str:
     """``folder/t.journal``: a study's journal with a line that is not a record in the middle."""
     path = folder / "t.journal"

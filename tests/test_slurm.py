@@ -5,14 +5,25 @@ step has, where Lightning used to refuse every DDP trial. The runs on a real one
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from _support import config_file, env, finish, states, study_of, wait_for
+from _support import (
+    children_by_parent,
+    config_file,
+    env,
+    finish,
+    states,
+    study_of,
+    wait_for,
+    wait_for_epochs,
+)
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.slurm import (
@@ -189,3 +200,39 @@ def test_a_signal_while_starting_is_one_line_and_writes_nothing(tmp_path: Path, 
     assert process.returncode == 128 + sig, err
     assert err.strip().splitlines() == [f"stopped by {name} while starting; no trial had started"]
     assert not (tmp_path / "runs").exists() and not (tmp_path / "t.journal").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_to_every_process_of_a_ddp_slot_stops_it_at_once(tmp_path: Path) -> None:
+    """What SLURM does at a time limit or on preemption: SIGTERM to the launcher, its worker
+    and the worker's DDP rank at the same moment. Lightning's own handler made the rank start
+    a collective while rank 0 was in its backward pass, and both hung until the launcher killed
+    them 30 s later (past SLURM's KillWait, so the job died unrequeued); now rank 0 decides and
+    both ranks leave at the same batch."""
+    config = config_file(tmp_path, stop={"n_trials": 3},
+                         devices={"accelerator": "cpu", "per_trial": 2},
+                         trainer={"max_epochs": 8, "limit_train_batches": 4,
+                                  "limit_val_batches": 2})
+    storage = str(tmp_path / "t.journal")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lightning_hpo.launch", str(config), "--quiet"], cwd=tmp_path,
+        env=_slurm_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    wait_for_epochs(storage)
+    tree, todo, children = [], [process.pid], children_by_parent()
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    assert len(tree) >= 3, tree  # the launcher, the worker (rank 0), its rank 1
+    signalled = time.monotonic()
+    for pid in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    out = finish(process, timeout=120)
+    stopping = time.monotonic() - signalled
+    assert process.returncode == 128 + signal.SIGTERM, out[-3000:]
+    assert stopping < 15, f"it took {stopping:.1f} s to stop"
+    study = study_of(storage)
+    assert states(study)["FAIL"] == 0
+    (paused,) = [t for t in study.get_trials(deepcopy=False) if ATTR.PAUSED in t.user_attrs]
+    assert paused.user_attrs[ATTR.PAUSED]["epoch"] >= 2

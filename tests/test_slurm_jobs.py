@@ -9,13 +9,14 @@ installs them), unless ``LIGHTNING_HPO_REQUIRE_SLURM=1``, where the tests fail.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _slurm import SlurmCluster, start_or_skip
-from _support import TESTS, config_file, study_of, wait_for
+from _support import TESTS, config_file, study_of, wait_for, wait_for_epochs
 from optuna.trial import TrialState
 
 from lightning_hpo.schema import ATTR, Segment
@@ -86,9 +87,7 @@ def test_slurms_warning_pauses_the_trials_and_the_requeued_job_resumes_them(
                          trainer={"max_epochs": 8, "limit_train_batches": 4,
                                   "limit_val_batches": 2})
     job = _submit(slurm, tmp_path, config, storage, "--cpus-per-task=2")
-    wait_for(lambda: any(len(t.intermediate_values) >= 2
-                         for t in study_of(storage).get_trials(deepcopy=False)),
-             timeout=180, what="a trial past its second epoch")
+    wait_for_epochs(storage)
     slurm.run(["scancel", "--batch", "--signal=USR1", job])
     (info,) = slurm.wait(job, timeout=400)
     out = _outputs(tmp_path)
@@ -118,3 +117,33 @@ def test_a_ddp_config_in_an_srun_step_has_no_failed_trial(slurm: SlurmCluster, t
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 CPU(s)" in result.stdout and "SLURM job" in result.stdout, result.stdout
     _curves_complete(storage, 2, 2)
+
+
+def test_sigterm_to_every_process_of_a_ddp_job_pauses_and_the_requeued_job_resumes(
+    slurm: SlurmCluster, tmp_path: Path,
+) -> None:
+    """Preemption or the time limit without an early warning: SLURM sends SIGTERM to every
+    process of the job at once, DDP ranks included (``scancel --full``). The ranks used to hang
+    for 30 s (Lightning's handler started a collective in one rank while the other was in its
+    backward pass), longer than SLURM's KillWait; now rank 0 decides and both leave at the same
+    batch, the launcher exits 143 within seconds and the requeued job resumes the trial."""
+    storage = str(tmp_path / "t.journal")
+    config = config_file(tmp_path, stop={"n_trials": 3},
+                         devices={"accelerator": "cpu", "per_trial": 2},
+                         trainer={"max_epochs": 8, "limit_train_batches": 4,
+                                  "limit_val_batches": 2})
+    job = _submit(slurm, tmp_path, config, storage, "--cpus-per-task=2")
+    wait_for_epochs(storage)
+    signalled = time.monotonic()
+    slurm.run(["scancel", "--full", "--signal=TERM", job])
+    wait_for(lambda: "requeueing job" in _outputs(tmp_path), timeout=120, what="the requeue")
+    stopping = time.monotonic() - signalled
+    assert stopping < 20, f"the launcher took {stopping:.1f} s to stop (the 30-s DDP hang?)"
+    (info,) = slurm.wait(job, timeout=400)
+    out = _outputs(tmp_path)
+    assert (info.state, info.exit_code, info.restarts) == ("COMPLETED", 0, 1), out
+    assert "trials paused (exit 143); requeueing job" in out
+    trials = _curves_complete(storage, 3, 8)
+    segments = [Segment.read(s) for s in trials[0].user_attrs[ATTR.SEGMENTS]]
+    assert [s.how for s in segments] == ["interrupted", "complete"], segments
+    assert segments[1].from_epoch == segments[0].to_epoch >= 2

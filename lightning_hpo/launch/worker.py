@@ -166,6 +166,8 @@ class _Progress(L.Callback):
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.trained = True
+        if trainer.world_size > 1:  # Lightning's SIGTERM handler is in place now: replace it
+            signal.signal(signal.SIGTERM, _on_signal if trainer.is_global_zero else _ignore)
         # The checkpoint is the truth: a worker that died between writing it and recording
         # its resume point leaves a study one epoch behind the file Lightning just restored.
         if self.known is not None and trainer.current_epoch != self.from_epoch:
@@ -198,9 +200,16 @@ class _Progress(L.Callback):
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         if trainer.is_global_zero and _Stop.reason is None and os.getppid() != self._launcher_pid:
             _Stop.reason = "the launcher process stopped"
+        how = _STOP_NONE
         if _Stop.reason is not None:
-            raise _Interrupted(_Stop.reason)
-        if _Stop.now and _Stop.budget is not None:
+            how = _STOP_INTERRUPT
+        elif _Stop.now and _Stop.budget is not None:
+            how = _STOP_BUDGET
+        if trainer.world_size > 1:  # rank 0 decides, every rank leaves at this same batch
+            how = _agree(how, trainer.strategy.root_device)
+        if how == _STOP_INTERRUPT:
+            raise _Interrupted(_Stop.reason or "interrupted by rank 0")
+        if how == _STOP_BUDGET:
             raise _BudgetStop(f"{_Stop.budget}; stopped during epoch {trainer.current_epoch + 1}")
 
 
@@ -218,6 +227,25 @@ class _CoreShare(L.Callback):
             loaders = 0
         threads, _ = split_cores(self._share, loaders if isinstance(loaders, int) else 0)
         torch.set_num_threads(threads)
+
+
+#: What a rank says at a batch's end: go on, stop for the budget, be interrupted (the highest
+#: of all ranks' wins: :func:`_agree`).
+_STOP_NONE, _STOP_BUDGET, _STOP_INTERRUPT = 0, 1, 2
+
+
+def _agree(how: int, device: torch.device) -> int:
+    """The highest ``how`` of every DDP rank (one all-reduce of one number). Only rank 0 has
+    orders and signals (a DDP slot's other ranks ignore SIGTERM during a fit: a SLURM job's
+    signal reaches every process, and Lightning's own handler would then start a collective
+    in one rank while another is in the middle of its backward pass, which hangs both)."""
+    flag = torch.tensor([how], dtype=torch.int32, device=device)
+    torch.distributed.all_reduce(flag, op=torch.distributed.ReduceOp.MAX)
+    return int(flag.item())
+
+
+def _ignore(signum: int, frame: Any) -> None:
+    """A DDP follower's SIGTERM during a fit: rank 0 decides (:func:`_agree`)."""
 
 
 class _Interrupted(Exception):
@@ -727,6 +755,7 @@ def main() -> int:
         # Rank 0 reads the orders and leads the ranks; SIGUSR1 sent to every process of a SLURM
         # step (srun, --signal=USR1@...) must not end a follower by its default action.
         signal.signal(STOP_SIGNAL, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _ignore)  # rank 0 stops it (its _kill_children)
         _run_follower(cfg, spec)
         return 0
     signal.signal(signal.SIGTERM, _on_signal)
