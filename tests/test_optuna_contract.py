@@ -371,3 +371,24 @@ def test_the_grpc_proxy_pieces_we_build_on_are_there(tmp_path: Path) -> None:
         client.close()
     finally:
         server.stop(None)
+
+
+def test_the_grpc_client_pieces_proxy_storage_replaces_are_there() -> None:
+    """``ProxyStorage`` (a proxy's token and TLS) is Optuna's ``GrpcStorageProxy`` whose
+    ``_setup`` builds the channel on ours: Optuna's ``__init__`` must call ``_setup`` (also on
+    unpickling: ``__setstate__``), which sets ``_channel``, ``_stub`` and ``_cache`` from
+    ``api_pb2_grpc.StorageServiceStub`` and ``client.GrpcClientCache``; and ``close``,
+    ``wait_server_ready`` read only ``_channel``."""
+    pytest.importorskip("grpc")
+    import inspect
+
+    from optuna.storages import GrpcStorageProxy
+    from optuna.storages._grpc.auto_generated import api_pb2_grpc
+    from optuna.storages._grpc.client import GrpcClientCache
+
+    assert callable(api_pb2_grpc.StorageServiceStub) and callable(GrpcClientCache)
+    setup = inspect.getsource(GrpcStorageProxy._setup)
+    assert all(name in setup for name in ("self._channel", "self._stub", "self._cache")), setup
+    assert "self._setup()" in inspect.getsource(GrpcStorageProxy.__init__)
+    assert "self._setup()" in inspect.getsource(GrpcStorageProxy.__setstate__)
+    assert "_channel" in inspect.getsource(GrpcStorageProxy.close)

@@ -33,6 +33,10 @@ from typing import Any, Literal
 
 from lightning_hpo.launch._exit import fast_exit
 
+# grpc (a grpc:// storage) logs a TLS handshake's failure on stderr from its C core before the
+# one line the launcher prints for it; its level is read once, when grpc is first imported.
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
 #: What Ctrl-C before the first trial says (exit 130), whenever it comes.
 STOPPED_STARTING = "stopped by SIGINT while starting; no trial had started"
 

@@ -16,14 +16,23 @@ with a second service on the same port, ``lightning_hpo.Proxy``
 A plain ``optuna.storages.run_grpc_proxy_server`` serves studies too, but a launcher or an ASHA
 pruner behind it stops with ``storage: the gRPC proxy at ... has no lightning_hpo service``.
 
+Beyond loopback (``--host 0.0.0.0``, a host name) the proxy requires a token, read from a file
+only its owner can read (``--token-file``), on every call of both services; ``--tls-cert`` and
+``--tls-key`` turn TLS on (:mod:`lightning_hpo.proxy._auth`). Clients name the token file and
+the certificate in the URL (``grpc://HOST:PORT?token_file=PATH&tls_ca=CERT``) or the
+environment (``LIGHTNING_HPO_PROXY_TOKEN``, ``LIGHTNING_HPO_PROXY_TOKEN_FILE``,
+``LIGHTNING_HPO_PROXY_TLS_CA``).
+
 The storage behind the proxy is an SQLite database or a database server. Optuna's proxy does not
 serve journal files (Optuna issue 6084); Optuna's RDB heartbeat is not carried either, so
 ``heartbeat:`` needs the database URL, not the proxy.
 
 Example::
 
-    python -m lightning_hpo.proxy postgresql://hpo:secret@db/studies --host 0.0.0.0 --port 13000
-    # on every machine:  storage: grpc://proxy-host:13000   in the config
+    (umask 077; openssl rand -hex 32 > ~/.hpo-token)      # once; the home folder is shared
+    python -m lightning_hpo.proxy postgresql://hpo:secret@db/studies --host 0.0.0.0 --port 13000 \
+        --token-file ~/.hpo-token
+    # on every machine:  storage: grpc://proxy-host:13000?token_file=~/.hpo-token   in the config
 
 or in Python::
 
@@ -36,12 +45,14 @@ from __future__ import annotations
 
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import optuna
 
 from lightning_hpo._optuna import OptunaContractError
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.proxy._auth import TokenInterceptor, server_credentials, server_token
 from lightning_hpo.storage import StorageSpec
 
 __all__ = ["DEFAULT_THREADS", "serve"]
@@ -50,7 +61,9 @@ DEFAULT_THREADS = 32  # server threads: each call in progress, and each lock hel
 
 
 def serve(
-    storage: str, *, host: str = "localhost", port: int = 13000, threads: int = DEFAULT_THREADS
+    storage: str, *, host: str = "localhost", port: int = 13000, threads: int = DEFAULT_THREADS,
+    token_file: str | Path | None = None, tls_cert: str | Path | None = None,
+    tls_key: str | Path | None = None,
 ) -> tuple[Any, int]:
     """Start the proxy for ``storage`` on ``host:port``; returns ``(server, port)``, started.
 
@@ -59,10 +72,16 @@ def serve(
     Optuna's service and lightning_hpo's on the same port. Port 0 takes a free port (the one
     returned). Stop it with ``server.stop(grace)``.
 
+    Args:
+        token_file: a file holding the token every call must carry (readable by its owner
+            only); required unless ``host`` is loopback (``localhost``, ``127.0.0.1``, ``::1``).
+        tls_cert: the server's certificate (PEM), for TLS; with ``tls_key``, its private key.
+
     Raises:
         ConfigError: ``storage`` is a journal file, in-memory SQLite or itself a proxy, cannot
             be opened, or grpc is not installed; ``port`` cannot be listened on; ``threads``
-            below 2.
+            below 2; no ``token_file`` beyond loopback, or a token or TLS file that cannot be
+            used (see :mod:`lightning_hpo.proxy._auth`). Nothing is opened before these checks.
     """
     spec = StorageSpec(storage)
     if spec.kind in ("journal", "sqlite-memory", "grpc"):
@@ -75,6 +94,7 @@ def serve(
         raise ConfigError("threads", f"must be at least 2, got {threads}")
     if not 0 <= port <= 65535:
         raise ConfigError("port", f"must be in 0-65535, got {port}")
+    token = server_token(token_file, host)
     try:
         import grpc
     except ImportError:
@@ -88,9 +108,11 @@ def serve(
         raise OptunaContractError(f"Optuna's gRPC proxy modules are gone ({error})") from None
     from lightning_hpo.proxy._service import ProxyService
 
+    credentials = server_credentials(tls_cert, tls_key)
     cached = optuna.storages.get_storage(spec.open())  # RDBStorage -> Optuna's cache around it
     server = grpc.server(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix="proxy"),
+        interceptors=[TokenInterceptor(token)] if token is not None else None,  # both services
         options=[("grpc.so_reuseport", 0)],  # a second proxy on a port in use fails, not shares
     )
     with warnings.catch_warnings():  # the proxy is "experimental" in Optuna
@@ -100,7 +122,12 @@ def serve(
         )
     server.add_generic_rpc_handlers((ProxyService(spec, cached).handler(),))
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        bare = host.strip("[]")
+        address = f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"  # IPv6: [::]:13000
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
     except RuntimeError as error:
         raise ConfigError("port", f"cannot listen on {host}:{port} ({error})") from None
     if bound == 0:  # older grpc returns 0 instead of raising

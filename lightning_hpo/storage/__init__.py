@@ -6,6 +6,11 @@ front of one (``python -m lightning_hpo.proxy``: many workers, one set of databa
 any other string is the path of a journal file, Optuna's fastest storage for one machine
 (``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
 
+A proxy that requires a token, or speaks TLS, takes the token's file and the certificate in the
+URL, ``grpc://host:port?token_file=~/.hpo-token&tls_ca=cert.pem``, or in the environment
+(:data:`TOKEN_ENV`, :data:`TOKEN_FILE_ENV`, :data:`TLS_CA_ENV`); never the token itself, since
+specs are printed and recorded (masked: ``mask`` hides a ``token=`` as it hides a password).
+
 :class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
 lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
 launcher's ``--check`` and its checks before a study is created) and :meth:`StorageSpec.open`
@@ -19,10 +24,12 @@ Example::
     'journal'
 
 The package holds what every process needs of a storage: the specs (``_spec``), the
-cross-process study locks (``_locks``) and the client of our service on the gRPC proxy
-(``_proxy_client``; the server side is :mod:`lightning_hpo.proxy`).
+cross-process study locks (``_locks``), the client of our service on the gRPC proxy
+(``_proxy_client``) and its token and TLS certificate (``_proxy_auth``); the server side is
+:mod:`lightning_hpo.proxy`.
 """
 
+from lightning_hpo.storage._proxy_auth import TLS_CA_ENV, TOKEN_ENV, TOKEN_FILE_ENV
 from lightning_hpo.storage._spec import (
     DEFAULT_PROXY_PORT,
     StorageSpec,
@@ -35,6 +42,9 @@ from lightning_hpo.storage._spec import (
 
 __all__ = [
     "DEFAULT_PROXY_PORT",
+    "TLS_CA_ENV",
+    "TOKEN_ENV",
+    "TOKEN_FILE_ENV",
     "StorageSpec",
     "check_storage",
     "mask",

@@ -15,6 +15,13 @@ proxy exactly as a launcher opening the database directly does:
 Messages are JSON. No grpc import at module level: grpc is an optional dependency (the ``grpc``
 extra), needed only for ``grpc://`` storages.
 
+A proxy reachable beyond its own machine requires a token (``--token-file`` on the server), and
+may speak TLS (``--tls-cert``/``--tls-key``). :class:`~lightning_hpo.storage._proxy_auth.
+ProxyAuth` says where a client's token and CA come from (``?token_file=PATH&tls_ca=PATH`` in the
+storage URL, or the environment) and :class:`ProxyStorage` is Optuna's ``GrpcStorageProxy`` on
+a channel that carries them (:func:`~lightning_hpo.storage._proxy_auth.channel`): every call,
+Optuna's and ours, sends the token.
+
 Example (with a proxy on port 13000)::
 
     storage = StorageSpec("grpc://localhost:13000").open()
@@ -22,28 +29,55 @@ Example (with a proxy on port 13000)::
     client.hello()          # {'service': 1, 'backend': 'server', ...}
     with client.lock("setup", "lenet-asha"):
         ...                 # no other launcher sets this study up meanwhile
+
+    # a proxy started with --token-file (and --tls-cert/--tls-key):
+    StorageSpec("grpc://proxy-host:13000?token_file=~/.hpo-token&tls_ca=ca.pem").open()
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import optuna
 from optuna.storages import BaseStorage
 
 from lightning_hpo._optuna import OptunaContractError
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage._proxy_auth import (
+    PROXY_OPTIONS,
+    TLS_CA_ENV,
+    TOKEN_ENV,
+    TOKEN_FILE_ENV,
+    ProxyAuth,
+    channel,
+    token_refused,
+)
 
-__all__ = ["SERVICE", "ProxyClient", "is_proxy", "proxy_client"]
+if TYPE_CHECKING:
+    from optuna.storages import GrpcStorageProxy as _GrpcBase
+else:
+    try:
+        from optuna.storages import GrpcStorageProxy as _GrpcBase
+    except ImportError:  # Optuna < 4.2 has no proxy: ProxyStorage refuses to be made
+        _GrpcBase = BaseStorage
+
+__all__ = [  # the token's and the CA's names are re-exported from _proxy_auth
+    "PROXY_OPTIONS", "SERVICE", "TLS_CA_ENV", "TOKEN_ENV", "TOKEN_FILE_ENV", "ProxyAuth",
+    "ProxyClient", "ProxyStorage", "is_proxy", "proxy_client",
+]
 
 SERVICE = "lightning_hpo.Proxy"
 PROTOCOL = 1  # bumped when a method changes; hello() reports it
 _POLL_FIRST, _POLL_MAX = 0.02, 0.5  # seconds between tries of a lock another launcher holds
+
 
 
 def encode(message: Any) -> bytes:
@@ -81,6 +115,7 @@ class ProxyClient:
             raise OptunaContractError("`GrpcStorageProxy._channel` is gone")
         host, port = getattr(storage, "_host", "?"), getattr(storage, "_port", "?")
         self.address = f"{host}:{port}"
+        self._token_source = getattr(storage, "token_source", None)
         self._grpc = grpc
         self._calls = {
             name: channel.unary_unary(
@@ -109,6 +144,8 @@ class ProxyClient:
             )
         if code == self._grpc.StatusCode.NOT_FOUND:
             return KeyError(error.details())
+        if code == self._grpc.StatusCode.UNAUTHENTICATED:
+            return token_refused(f"grpc://{self.address}", self._token_source)
         return error  # type: ignore[no-any-return]
 
     def hello(self) -> dict[str, Any]:
@@ -173,3 +210,153 @@ def proxy_client(storage: BaseStorage) -> ProxyClient:
         if client is None:
             client = _clients[storage] = ProxyClient(storage)
         return client
+
+
+class ProxyStorage(_GrpcBase):
+    """Optuna's ``GrpcStorageProxy`` on a channel with the token and TLS of a :class:`ProxyAuth`.
+
+    The same storage as Optuna's client in every other way; it pickles the same way too: the
+    token is not in its state, and is read again where it is unpickled.
+
+    Args:
+        host: the proxy's host name or address.
+        port: its port.
+        auth: where the token and the TLS certificate come from (default: the environment).
+
+    Attributes:
+        token_source: where the token sent came from, for messages (``"LIGHTNING_HPO_PROXY_
+            TOKEN"``, ``"token_file ~/.hpo-token"``); None when none is sent. Never the token.
+        tls_source: where the TLS certificate came from (``"tls_ca ca.pem"``); None: no TLS.
+
+    Raises:
+        ConfigError: ``storage: ...``, a token or certificate file that cannot be used, or an
+            Optuna without the gRPC proxy (before 4.2).
+
+    Example::
+
+        storage = ProxyStorage(host="proxy-host", port=13000, auth=ProxyAuth(tls_ca="ca.pem"))
+        storage.wait_until_serving(10.0, "grpc://proxy-host:13000?tls_ca=ca.pem")
+        study = optuna.create_study(storage=storage)
+    """
+
+    def __init__(self, *, host: str, port: int, auth: ProxyAuth | None = None) -> None:
+        if _GrpcBase is BaseStorage:
+            raise ConfigError("storage", f"grpc://{host}:{port} needs Optuna's gRPC proxy, in "
+                              "Optuna 4.2 or later: pip install -U optuna")
+        self.auth = ProxyAuth() if auth is None else auth
+        self.token_source: str | None = None
+        self.tls_source: str | None = None
+        with warnings.catch_warnings():  # the proxy is "experimental" in Optuna
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            super().__init__(host=host, port=port)
+
+    def _setup(self) -> None:
+        """Optuna's ``GrpcStorageProxy._setup`` (its channel, stub and cache), on our channel."""
+        try:
+            from optuna.storages._grpc.auto_generated import api_pb2_grpc
+            from optuna.storages._grpc.client import GrpcClientCache
+        except ImportError as error:
+            raise OptunaContractError(f"Optuna's gRPC client modules are gone ({error})") from None
+        token, self.token_source = self.auth.token()
+        ca, self.tls_source = self.auth.ca()
+        self._channel = channel(self._host, self._port, ca, token)
+        self._stub = api_pb2_grpc.StorageServiceStub(self._channel)
+        self._cache = GrpcClientCache(self._stub)
+
+    def wait_server_ready(self, timeout: float | None = None) -> None:
+        """Wait until the channel connects, at most ``timeout`` seconds (Optuna's method, on
+        this channel: Optuna's own makes a plain one).
+
+        Raises:
+            ConnectionError: not connected within ``timeout``.
+        """
+        import grpc
+
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError as error:
+            raise ConnectionError("GRPC connection timeout") from error
+
+    def wait_until_serving(self, timeout: float, name: str) -> None:
+        """Return once the proxy answers a call; wait up to ``timeout`` seconds for one that
+        does not answer yet.
+
+        A call to lightning_hpo's ``Hello`` tells at once what a connection alone does not: a
+        token refused, a TLS handshake that failed, a TLS proxy spoken to in plain text. A
+        plain Optuna proxy (no ``Hello``) answers too; :class:`ProxyClient` says what it lacks.
+
+        Args:
+            timeout: seconds to wait for a proxy that is not listening yet.
+            name: the storage as printed in messages (masked).
+
+        Raises:
+            ConfigError: ``storage: ...`` in one line: the token is missing or wrong (see
+                :func:`token_refused`), or TLS does not match the proxy's.
+            ConnectionError: nothing answered within ``timeout``.
+        """
+        import grpc
+
+        hello = self._channel.unary_unary(
+            f"/{SERVICE}/Hello", request_serializer=encode, response_deserializer=decode
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                hello({}, timeout=max(left, 1.0))  # no wait_for_ready: a failure says why
+                return
+            except grpc.RpcError as error:
+                code, details = error.code(), " ".join(str(error.details() or "").split())
+            if code == grpc.StatusCode.UNAUTHENTICATED:
+                raise token_refused(name, self.token_source)
+            if code not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                return  # it answers (UNIMPLEMENTED: a plain Optuna proxy)
+            mismatch = self._tls_mismatch(name, details)
+            if mismatch is not None:
+                raise mismatch
+            if left <= 0:
+                raise ConnectionError(f"GRPC connection timeout ({details})")
+            self.wait_server_ready(timeout=left)  # a proxy starting: wait for it to listen
+            time.sleep(0.05)
+
+    def _tls_mismatch(self, name: str, details: str) -> ConfigError | None:
+        """The one line when ``details`` (of ``UNAVAILABLE``) say TLS does not match; else None."""
+        reason = _short_reason(details)
+        lowered = details.lower()
+        if self.tls_source is None:
+            if "socket closed" not in lowered:
+                return None
+            return ConfigError(
+                "storage", f"cannot open {name}: the proxy closed the connection ({reason}); "
+                f"a proxy started with --tls-cert needs ?tls_ca=PATH (or {TLS_CA_ENV})",
+            )
+        if "wrong_version_number" in lowered:
+            return ConfigError(
+                "storage", f"cannot open {name}: the proxy does not speak TLS (started "
+                f"without --tls-cert?), but {self.tls_source} asks for it ({reason})",
+            )
+        if "hostname verification" in lowered:
+            return ConfigError(
+                "storage", f"cannot open {name}: the proxy's certificate does not name "
+                f"{self._host} ({reason}); use a host name the certificate holds (its "
+                "subjectAltName), or make one that holds it",
+            )
+        if any(word in lowered for word in ("handshake", "certificate", "verif", "ssl", "tls")):
+            return ConfigError(
+                "storage", f"cannot open {name}: TLS handshake failed ({reason}); "
+                f"{self.tls_source} must be the proxy's --tls-cert or the CA that signed it",
+            )
+        return None
+
+
+def _short_reason(details: str) -> str:
+    """The gist of grpc's connection failure: ``CERTIFICATE_VERIFY_FAILED: self signed
+    certificate`` of ``failed to connect to all addresses; last error: UNKNOWN: ipv4:...: Tls
+    handshake failed (...): ...:OPENSSL_internal:CERTIFICATE_VERIFY_FAILED: self signed
+    certificate: OK``."""
+    reason = details.rsplit("last error: ", 1)[-1]
+    reason = reason.rsplit("OPENSSL_internal:", 1)[-1].removesuffix(": OK")
+    reason = re.sub(r"^[A-Z_]+: ipv[46]:\S+?:\d+: ", "", reason)
+    reason = reason.rsplit("error: ", 1)[-1]  # "... check failed with error: <why>"
+    reason = re.sub(r"^(UNAUTHENTICATED|UNAVAILABLE|UNKNOWN): ", "", reason)
+    return reason.rstrip(".")[:200]

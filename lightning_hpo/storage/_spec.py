@@ -18,30 +18,42 @@ from optuna.storages import BaseStorage, JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.storage._proxy_client import ProxyClient
+from lightning_hpo.storage._proxy_client import (
+    PROXY_OPTIONS,
+    TOKEN_ENV,
+    ProxyAuth,
+    ProxyClient,
+    ProxyStorage,
+)
 
 __all__ = [
     "StorageSpec", "check_storage", "mask", "mask_text", "open_storage", "storage_outage",
 ]
 
 _PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)")
+# A token in a URL's query (refused in a grpc:// spec, masked wherever one is printed).
+_TOKEN = re.compile(r"(?P<head>[?&]token=)(?P<secret>[^&#\s]*)")
 
 
 def mask(spec: str) -> str:
-    """The spec with any password replaced by ``***``; safe to print or log."""
-    return _PASSWORD.sub(r"\g<head>***", spec)
+    """The spec with any password (or ``token=`` in its query) replaced by ``***``; safe to
+    print or log."""
+    return _TOKEN.sub(r"\g<head>***", _PASSWORD.sub(r"\g<head>***", spec))
 
 
 def mask_text(text: str, spec: str) -> str:
     """Mask ``spec``'s password wherever it appears in ``text`` (e.g. a driver's error message)."""
-    match = _PASSWORD.search(spec)
-    text = _PASSWORD.sub(r"\g<head>***", text)
-    if match and match.group("secret"):
-        text = text.replace(match.group("secret"), "***")
+    secrets = [match.group("secret") for match in (_PASSWORD.search(spec), _TOKEN.search(spec))
+               if match and match.group("secret")]
+    text = mask(text)
+    for secret in secrets:
+        text = text.replace(secret, "***")
     return text
 
 
 Kind = Literal["journal", "sqlite", "sqlite-memory", "server", "grpc"]
+
+_WANTED = "must be grpc://HOST:PORT[?token_file=PATH&tls_ca=PATH] (e.g. grpc://localhost:13000)"
 
 GRPC_SCHEME = "grpc://"
 DEFAULT_PROXY_PORT = 13000  # Optuna's default for run_grpc_proxy_server and GrpcStorageProxy
@@ -81,10 +93,11 @@ class StorageSpec:
 
     @property
     def address(self) -> tuple[str, int]:
-        """``(host, port)`` of a ``grpc://host[:port]`` spec (port 13000 when left out).
+        """``(host, port)`` of a ``grpc://host[:port][?options]`` spec (port 13000 when left out).
 
         Raises:
-            ConfigError: not a ``grpc://`` spec, or not of the form ``grpc://host:port``.
+            ConfigError: not a ``grpc://`` spec, not of the form ``grpc://host:port``, or with
+                options other than :attr:`proxy_auth`'s.
 
         Example::
 
@@ -93,18 +106,56 @@ class StorageSpec:
         """
         from urllib.parse import urlsplit
 
-        wanted = "must be grpc://HOST:PORT (e.g. grpc://localhost:13000)"
         if not self.is_proxy:
-            raise ConfigError("storage", f"{self.masked} is not a gRPC proxy: it {wanted}")
+            raise ConfigError("storage", f"{self.masked} is not a gRPC proxy: it {_WANTED}")
         try:
             url = urlsplit(self.text)
             host, port = url.hostname, url.port
         except ValueError as error:  # a port that is not a number in 0-65535
-            raise ConfigError("storage", f"{self.masked} {wanted} ({error})") from None
-        extra = url.path not in ("", "/") or url.query or url.fragment or url.username
+            raise ConfigError("storage", f"{self.masked} {_WANTED} ({error})") from None
+        extra = url.path not in ("", "/") or url.fragment or url.username
         if not host or extra or port == 0:
-            raise ConfigError("storage", f"{self.masked} {wanted}")
+            raise ConfigError("storage", f"{self.masked} {_WANTED}")
+        _ = self.proxy_auth  # its options are part of the form
         return host, DEFAULT_PROXY_PORT if port is None else port
+
+    @property
+    def proxy_auth(self) -> ProxyAuth:
+        """The token file and TLS certificate a ``grpc://`` spec names in its query:
+        ``grpc://HOST:PORT?token_file=PATH&tls_ca=PATH`` (each optional; the environment
+        supplies what the URL leaves out, see :class:`~lightning_hpo.storage._proxy_client.
+        ProxyAuth`). A token itself never goes in the URL: URLs are printed and recorded.
+
+        Raises:
+            ConfigError: an option other than ``token_file`` and ``tls_ca``, one given twice or
+                empty, or a ``token=`` (which is masked in the message).
+
+        Example::
+
+            >>> StorageSpec("grpc://proxy:13000?token_file=~/.hpo-token").proxy_auth
+            ProxyAuth(token_file='~/.hpo-token', tls_ca=None)
+        """
+        from urllib.parse import parse_qsl, urlsplit
+
+        query = urlsplit(self.text).query if self.is_proxy else ""
+        try:
+            pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            raise ConfigError("storage", f"{self.masked} {_WANTED}") from None
+        options: dict[str, str] = {}
+        for key, value in pairs:
+            if key == "token":
+                raise ConfigError(
+                    "storage", f"{self.masked}: a token does not go in the URL (URLs are printed "
+                    "and recorded): put it in a file only you can read and add "
+                    f"?token_file=PATH, or set {TOKEN_ENV}",
+                )
+            if key not in PROXY_OPTIONS or key in options or not value:
+                why = ("given twice" if key in options else "empty" if key in PROXY_OPTIONS
+                       else "unknown")
+                raise ConfigError("storage", f"{self.masked} {_WANTED} (option {key!r}: {why})")
+            options[key] = value
+        return ProxyAuth(**options)
 
     @property
     def kind(self) -> Kind:
@@ -288,7 +339,8 @@ def _cannot_open(spec: str, error: BaseException) -> ConfigError:
     return ConfigError("storage", f"cannot open {mask(spec)}: {mask_text(reason, spec)}")
 
 
-_OUTAGE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED")  # grpc status codes of a proxy gone
+# grpc status codes of a proxy gone (UNAUTHENTICATED: restarted with another token)
+_OUTAGE_CODES = ("UNAVAILABLE", "DEADLINE_EXCEEDED", "UNAUTHENTICATED")
 
 
 def storage_outage(error: BaseException, spec: str) -> str | None:
@@ -360,10 +412,12 @@ def _ping(spec: str) -> None:
 
 
 def _open_proxy(spec: StorageSpec) -> BaseStorage:
-    """Optuna's ``GrpcStorageProxy`` at the spec's address, once the server answers.
+    """Optuna's ``GrpcStorageProxy`` at the spec's address, with the spec's token and TLS
+    (:class:`~lightning_hpo.storage._proxy_client.ProxyStorage`), once the server answers.
 
     Raises:
-        ConfigError: grpc is not installed, or nothing answers at the address within 10 s.
+        ConfigError: grpc is not installed; a token or certificate file cannot be used; the
+            proxy refuses the token or TLS does not match; nothing answers within 10 s.
     """
     host, port = spec.address
     try:
@@ -372,11 +426,12 @@ def _open_proxy(spec: StorageSpec) -> BaseStorage:
         raise ConfigError(
             "storage", f"{spec.masked} needs grpcio: pip install 'lightning-async-hpo[grpc]'"
         ) from None
-    with warnings.catch_warnings():  # the proxy is "experimental" in Optuna
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        storage = optuna.storages.GrpcStorageProxy(host=host, port=port)
+    storage = ProxyStorage(host=host, port=port, auth=spec.proxy_auth)
     try:
-        storage.wait_server_ready(timeout=_PROXY_WAIT)
+        storage.wait_until_serving(_PROXY_WAIT, spec.masked)
+    except ConfigError:
+        storage.close()
+        raise
     except ConnectionError:
         storage.close()
         raise ConfigError(
