@@ -178,8 +178,10 @@ def test_a_checkpoint_over_the_file_size_limit_fails_its_trial(tmp_path: Path) -
         env=env(), capture_output=True, text=True, timeout=420,
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "No trial completed yet." in result.stdout
+    assert result.stderr.startswith("error: every trial of this run failed (3 of 3); the first, "
+                                    "trial 0: CheckpointWriteError: cannot write checkpoint ")
     trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
     assert [t.state.name for t in trials] == ["FAIL"] * 3
     for trial in trials:
