@@ -235,4 +235,5 @@ def test_sigterm_to_every_process_of_a_ddp_slot_stops_it_at_once(tmp_path: Path)
     study = study_of(storage)
     assert states(study)["FAIL"] == 0
     (paused,) = [t for t in study.get_trials(deepcopy=False) if ATTR.PAUSED in t.user_attrs]
-    assert paused.user_attrs[ATTR.PAUSED]["epoch"] >= 2
+    # At its last checkpoint: epoch 2's may still be on its way when the signal comes.
+    assert paused.user_attrs[ATTR.PAUSED]["epoch"] >= 1

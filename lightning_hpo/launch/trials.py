@@ -242,8 +242,10 @@ def close_segment_of(
     study: optuna.Study, number: int, segment: Segment, *, only_open: bool = False
 ) -> None:
     """Record the segment of trial ``number`` whose worker died or was killed as ended (it
-    replaces the open entry; ``only_open``: nothing is written when there is none), and count
-    the epochs it reported as trained."""
+    replaces the open entry; ``only_open``: nothing is written when there is none), count the
+    epochs it reported as trained, and as completed (:data:`ATTR.EPOCHS <ATTR>`, which its
+    worker writes only at a segment's end: without this, a trial killed after its last epoch
+    of a rung and then ended at that rung would say it stopped a rung lower)."""
     frozen = study.get_trials(deepcopy=False)[number]
     if frozen.state != TrialState.RUNNING:
         return
@@ -254,6 +256,9 @@ def close_segment_of(
     if segment.epochs:
         before = as_count(frozen.user_attrs.get(ATTR.EPOCHS_TRAINED)) or 0
         storage.set_trial_user_attr(trial_id, ATTR.EPOCHS_TRAINED, before + segment.epochs)
+    done = as_count(frozen.user_attrs.get(ATTR.EPOCHS)) or 0
+    if segment.to_epoch is not None and segment.to_epoch > done:
+        storage.set_trial_user_attr(trial_id, ATTR.EPOCHS, segment.to_epoch)
 
 
 def _lost_segment(frozen: FrozenTrial) -> Segment | None:
