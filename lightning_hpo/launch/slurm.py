@@ -145,7 +145,7 @@ def describe(job: SlurmJob, affinity: int) -> str:
         cpus = (f"{job.cpus} CPU(s) allocated (SLURM_CPUS_PER_TASK or SLURM_CPUS_ON_NODE; "
                 f"the affinity allows {affinity})")
     else:
-        cpus = f"{min(job.cpus, affinity)} CPU(s) by affinity"
+        cpus = f"{affinity} CPU(s) by affinity"  # SLURM allocated as many or more
     gpus = f"CUDA_VISIBLE_DEVICES={job.gpus}" if job.gpus else "none visible"
     return (f"SLURM job {job.name}{run}: {cpus}, GPUs: {gpus}; workers run without the "
             "task's SLURM_* variables, so Lightning trains them as plain processes")
