@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import lightning as L
 import optuna
 from typing_extensions import override
 
+from lightning_hpo._optuna import storage_of, trial_id_of
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, with_objective_values
 
 __all__ = ["PruningCallback"]
 
@@ -37,7 +39,15 @@ class PruningCallback(L.Callback):
         trial: the trial of the objective (an :class:`optuna.trial.Trial`, or what
             :func:`lightning_hpo.create_study`'s ``optimize`` passes to the objective).
         monitor: a metric the LightningModule logs once per validation epoch, e.g.
-            ``"validation_error"``.
+            ``"validation_error"``; in a study with several objectives
+            (``create_study(directions=[...])``), a list of them, one per objective in the
+            study's order, e.g. ``["validation_error", "latency_ms"]``. Their values are then
+            written each epoch as the trial user attribute ``objective_values``
+            (:func:`lightning_hpo.schema.objective_curve`; Optuna's ``trial.report`` refuses
+            such a study) and the study's pruner decides on them: :class:`ASHAPruner` and
+            :class:`HyperbandPruner` rank by Pareto fronts; Optuna's own pruners are refused
+            (they read only ``report``'s values), ``NopPruner`` never stops a trial. A value
+            logged once (a parameter count) stays in ``callback_metrics`` and counts every epoch.
 
     Example::
 
@@ -50,10 +60,13 @@ class PruningCallback(L.Callback):
             return trainer.callback_metrics["validation_error"].item()
     """
 
-    def __init__(self, trial: optuna.trial.Trial | Any, monitor: str = "validation_error") -> None:
+    def __init__(
+        self, trial: optuna.trial.Trial | Any, monitor: str | Sequence[str] = "validation_error"
+    ) -> None:
         super().__init__()
         self.trial = trial
         self.monitor = monitor
+        self._monitors = _monitor_names(monitor)
         self.pruned_at_epoch: int | None = None
         self._last_step: int | None = None
 
@@ -88,31 +101,60 @@ class PruningCallback(L.Callback):
         if step == self._last_step:  # several validations in one epoch: report the epoch once
             return
         self._last_step = step
-        value = self._read_metric(trainer)
+        values = [self._read_metric(trainer, name) for name in self._monitors]
         should_prune = False
         if trainer.is_global_zero:
-            self.trial.report(value, step)
-            should_prune = bool(self.trial.should_prune())
+            should_prune = self._report(values, step)
         should_prune = trainer.strategy.broadcast(should_prune, src=0)
         if should_prune:
             self.pruned_at_epoch = step
             if trainer.is_global_zero:
                 self.trial.set_user_attr(ATTR.PRUNED_AT_EPOCH, step)
-                _logger.info("trial %d pruned at epoch %d (%s=%.4g)",
-                             self.trial.number, step, self.monitor, value)
+                shown = ", ".join(f"{n}={v:.4g}" for n, v in zip(self._monitors, values))
+                _logger.info("trial %d pruned at epoch %d (%s)", self.trial.number, step, shown)
         trainer.should_stop = trainer.should_stop or should_prune
 
-    def _read_metric(self, trainer: L.Trainer) -> float:
+    def _report(self, values: list[float], step: int) -> bool:
+        """Rank 0: report the epoch's values to the trial; whether the pruner stops it."""
+        study = getattr(self.trial, "study", None)
+        if study is None:  # a FixedTrial (a replay): nothing to compare with
+            if len(values) > 1:
+                return False
+            self.trial.report(values[0], step)
+            return bool(self.trial.should_prune())
+        objectives = len(study.directions)
+        if objectives != len(values):
+            raise ConfigError("monitor", f"names {len(values)} metric(s) {list(self._monitors)}, "
+                              f"but study '{study.study_name}' has {objectives} objective(s): "
+                              "give one per objective")
+        if objectives == 1:
+            self.trial.report(values[0], step)
+            return bool(self.trial.should_prune())
+        # Several objectives: Optuna's report refuses them; the values go to a user attribute
+        # and the study's pruner reads them from the trial (lightning_hpo.pruners).
+        self.trial.set_user_attr(ATTR.OBJECTIVE_VALUES, with_objective_values(
+            self.trial, step, values))
+        pruner = study.pruner
+        if isinstance(pruner, optuna.pruners.NopPruner):
+            return False
+        if not getattr(pruner, "supports_several_objectives", False):
+            raise ConfigError("pruner", f"is {type(pruner).__name__}, which cannot rank several "
+                              "objectives; use lightning_hpo.ASHAPruner or HyperbandPruner (or "
+                              "optuna.pruners.NopPruner)")
+        frozen = storage_of(study).get_trial(trial_id_of(self.trial))
+        return bool(pruner.prune(study, frozen))
+
+    def _read_metric(self, trainer: L.Trainer, name: str) -> float:
         metrics = trainer.callback_metrics
-        if self.monitor not in metrics:
+        if name not in metrics:
             logged = ", ".join(sorted(metrics)) or "none"
             raise ConfigError(
                 "monitor",
-                f"'{self.monitor}' is not logged by the LightningModule; logged metrics: {logged}",
+                f"'{name}' is not logged by the LightningModule; logged metrics: {logged}",
             )
-        value = float(metrics[self.monitor])
+        value = float(metrics[name])
         if not math.isfinite(value):
-            _logger.warning("%s is %s at epoch %d", self.monitor, value, trainer.current_epoch + 1)
+            _logger.warning("%s is %s at epoch %d", name, value, trainer.current_epoch + 1)
         return value
 
     def raise_if_pruned(self) -> None:
@@ -127,3 +169,18 @@ class PruningCallback(L.Callback):
             raise optuna.TrialPruned(
                 f"trial {self.trial.number} pruned at epoch {self.pruned_at_epoch}"
             )
+
+
+def _monitor_names(monitor: str | Sequence[str]) -> tuple[str, ...]:
+    """``monitor`` as a tuple of metric names.
+
+    Raises:
+        ConfigError: not a name or a non-empty list of distinct names.
+    """
+    names = (monitor,) if isinstance(monitor, str) else monitor
+    if (not isinstance(names, Sequence) or not names
+            or not all(isinstance(n, str) and n for n in names)):
+        raise ConfigError("monitor", f"is {monitor!r}, but must be a metric name or a list of them")
+    if len(set(names)) != len(names):
+        raise ConfigError("monitor", f"is {list(names)}, but must not name a metric twice")
+    return tuple(names)

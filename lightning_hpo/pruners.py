@@ -8,6 +8,15 @@ its own included, and the ``n_better`` strictly better ones), and :func:`asha_co
 the trial continues iff ``n_better < max(1, n // reduction_factor)``. :func:`_asha_prune`, right
 below it, is the whole decision; both pruners call it, Hyperband in the trial's own bracket.
 
+**Several objectives** (an Optuna study with ``directions=[...]``): Optuna's ``trial.report``
+refuses such a study, so each epoch's values are the trial user attribute
+:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (the
+:class:`~lightning_hpo.callbacks.PruningCallback` writes it, :func:`~lightning_hpo.schema.
+objective_curve` reads it), the rung's records are lists of values
+(:mod:`lightning_hpo._rung_vectors`), and the rank is the trial's place in
+:func:`lightning_hpo.pareto.pareto_order` (Pareto fronts, an epsilon-net within each, NaN last,
+ties to the lower number): it continues iff it is among the first ``max(1, n // eta)``.
+
 Steps are epochs completed, counted from 1 (``trial.report(value, step=epoch + 1)``), as
 :class:`~lightning_hpo.callbacks.PruningCallback` reports them. The first time a pruner decides
 for a study it writes its settings as the study system attribute
@@ -41,7 +50,9 @@ from optuna.study import StudyDirection
 from lightning_hpo import rungs
 from lightning_hpo._optuna import HyperbandBase, storage_of, study_id_of, trial_id_of
 from lightning_hpo._rung_store import open_rung_store
-from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR
+from lightning_hpo._rung_vectors import open_vector_store
+from lightning_hpo.pareto import is_finite_point, pareto_order
+from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR, objective_curve
 
 __all__ = ["ASHAPruner", "HyperbandPruner", "asha_continues"]
 
@@ -103,7 +114,8 @@ def _asha_prune(
        nothing), the store counts ``n`` and ``n_better`` at the highest of them, and
        :func:`asha_continues` decides.
     """
-    steps = trial.intermediate_values
+    several = len(study.directions) > 1
+    steps: Mapping[int, Any] = objective_curve(trial) if several else trial.intermediate_values
     if not steps:
         return False
     step = max(steps)
@@ -118,6 +130,8 @@ def _asha_prune(
         for key, value in first_rung_attrs.items():
             storage.set_trial_system_attr(trial_id, key, value)
     value = steps[step]
+    if several:
+        return not _pareto_continues(study, trial.number, ladder, bracket, crossed, value)
     if not math.isfinite(value):
         _logger.debug("trial %d pruned at step %d: value %r", trial.number, step, value)
         return True
@@ -131,6 +145,29 @@ def _asha_prune(
         trial.number, bracket, crossed[-1], n_better, n, "continues" if keep else "pruned",
     )
     return not keep
+
+
+def _pareto_continues(
+    study: optuna.Study, number: int, ladder: _Ladder, bracket: int, crossed: list[int],
+    values: tuple[float, ...],
+) -> bool:
+    """Multi-objective ASHA: the trial continues iff it is among the first
+    ``max(1, n // reduction_factor)`` of the ``n`` records at its rung (its own included) in
+    :func:`lightning_hpo.pareto.pareto_order`. A NaN or infinite value stops it unrecorded."""
+    if not is_finite_point(values):
+        _logger.debug("trial %d pruned at step %d: values %r", number, crossed[-1], values)
+        return False
+    if len(values) != len(study.directions):
+        raise ValueError(
+            f"trial {number} reported {len(values)} values, but study '{study.study_name}' has "
+            f"{len(study.directions)} objectives")
+    minimize = tuple(d == StudyDirection.MINIMIZE for d in study.directions)
+    records = open_vector_store(study).add_and_read(bracket, crossed, number, values)
+    position = pareto_order(records, minimize).index(number)
+    keep = asha_continues(len(records), position, ladder.reduction_factor)
+    _logger.debug("trial %d, bracket %d, rung %d: %d of %d ranked above, %s", number, bracket,
+                  crossed[-1], position, len(records), "continues" if keep else "pruned")
+    return keep
 
 
 @dataclass(frozen=True)
@@ -197,14 +234,6 @@ class _SettingsNote:
         self.__init__(state["settings"])  # type: ignore[misc]
 
 
-def _check_single_objective(study: optuna.Study) -> None:
-    if len(study.directions) > 1:
-        raise NotImplementedError(
-            f"ASHA pruning needs a single-objective study, but study '{study.study_name}' has "
-            f"{len(study.directions)} objectives."
-        )
-
-
 class ASHAPruner(optuna.pruners.BasePruner):
     """Asynchronous successive halving (ASHA), with its rungs in the study's storage.
 
@@ -214,7 +243,8 @@ class ASHAPruner(optuna.pruners.BasePruner):
     continues only if it is among the best ``max(1, n // reduction_factor)`` of the ``n`` values
     recorded at that rung so far, its own included (:func:`asha_continues`); ties continue, and
     the first trial at a rung always continues. NaN or infinite values are pruned at the first
-    rung and never recorded. A trial that reached ``max_resource`` is finished and never pruned.
+    rung and never recorded. In a study with several objectives the same rule ranks by
+    :func:`lightning_hpo.pareto.pareto_order` (see the module docstring). A trial that reached ``max_resource`` is finished and never pruned.
     The first decision for a study writes the settings as the study system attribute
     ``lightning_hpo:pruner`` (:data:`~lightning_hpo.schema.PRUNER_ATTR`), for reports.
 
@@ -253,6 +283,10 @@ class ASHAPruner(optuna.pruners.BasePruner):
         >>> study.optimize(objective, n_trials=10)
     """
 
+    #: It ranks several objectives (Pareto fronts): the PruningCallback asks it in a study with
+    #: several objectives, where Optuna's own pruners would see no values.
+    supports_several_objectives = True
+
     def __init__(
         self, min_resource: int = 1, *, max_resource: int | None = None, reduction_factor: int = 3
     ) -> None:
@@ -288,7 +322,6 @@ class ASHAPruner(optuna.pruners.BasePruner):
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
         """Whether to stop ``trial`` after its latest report (see the class docstring)."""
-        _check_single_objective(study)
         self._note(study)
         return _asha_prune(study, trial, ladder=self._ladder, bracket=0, first_rung_attrs={})
 
@@ -339,6 +372,10 @@ class HyperbandPruner(HyperbandBase):
         >>> trial.should_prune()   # at max_resource a trial is done, in every bracket
         False
     """
+
+    #: It ranks several objectives (Pareto fronts): the PruningCallback asks it in a study with
+    #: several objectives, where Optuna's own pruners would see no values.
+    supports_several_objectives = True
 
     def __init__(
         self, min_resource: int = 1, max_resource: int | None = None, reduction_factor: int = 3
@@ -415,7 +452,6 @@ class HyperbandPruner(HyperbandBase):
 
     def prune(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> bool:
         """Whether to stop ``trial`` after its latest report, by ASHA in the trial's bracket."""
-        _check_single_objective(study)
         self._note(study)
         bracket = self.bracket_of(study.study_name, trial.number)
         return _asha_prune(

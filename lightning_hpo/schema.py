@@ -55,6 +55,7 @@ __all__ = [
     "PRUNER_ATTR",
     "RUNG_ATTR_PREFIX",
     "RUNG_RECORD_TABLE",
+    "RUNG_VECTOR_ATTR_PREFIX",
     "SEGMENT_KEYS",
     "HasAttrs",
     "Owner",
@@ -68,6 +69,8 @@ __all__ = [
     "device_label",
     "devices_in_label",
     "is_paused",
+    "objective_curve",
+    "with_objective_values",
     "with_segment",
 ]
 
@@ -100,6 +103,8 @@ class ATTR:
     EPOCHS_TRAINED = "epochs_trained"  # epochs trained over all segments (retrains included)
     OWNER = "owner"  # the worker training its segment in flight, see Owner
     DATA = "data"  # where its batches came from, in words (TensorDataModule.data_path)
+    # Several objectives: each epoch's values (Optuna's report refuses them), see objective_curve
+    OBJECTIVE_VALUES = "objective_values"
 
 
 #: The keys of :data:`ATTR.PAUSED <ATTR>`: ``epoch`` (epochs in its checkpoint), ``checkpoint``
@@ -132,6 +137,68 @@ RUNG_RECORD_TABLE = "lightning_hpo_rung_records"
 
 #: Prefix of the rung records' study system attributes in other storages.
 RUNG_ATTR_PREFIX = "lightning_hpo:rung:"
+
+#: Prefix of the rung records of a study with several objectives, on every storage: study
+#: system attributes ``{prefix}{bracket}:{rung}:{trial_number}`` -> a list, one value per
+#: objective (a decision reads every record of its rung: the order depends on all of them).
+RUNG_VECTOR_ATTR_PREFIX = "lightning_hpo:rungs:"
+
+
+def objective_curve(trial: HasAttrs) -> dict[int, tuple[float, ...]]:
+    """A trial's values per epoch in a study with several objectives, ``{epoch: (v1, v2...)}``.
+
+    They are the trial user attribute :data:`ATTR.OBJECTIVE_VALUES <ATTR>`, a list with one
+    ``[epoch, v1, v2, ...]`` per epoch reported (epochs from 1, values in the order of the
+    study's objectives, ``study.metric_names``), written by the
+    :class:`~lightning_hpo.callbacks.PruningCallback` on rank 0 at each validation epoch's end.
+    Optuna's ``trial.report`` refuses a multi-objective study; this list is what the pruners,
+    the launcher's schedules and the report read, and pandas reads it as it is::
+
+        rows = study.trials[0].user_attrs["objective_values"]
+        curve = pandas.DataFrame(rows, columns=["epoch", *study.metric_names])
+
+    Lenient: an entry that is not a list of numbers is skipped; ``null`` (JSON's NaN) reads as
+    NaN.
+
+    Example::
+
+        >>> class T:
+        ...     user_attrs = {"objective_values": [[1, 0.5, 120.0], [2, 0.4, None], "junk"]}
+        >>> objective_curve(T())
+        {1: (0.5, 120.0), 2: (0.4, nan)}
+    """
+    rows = trial.user_attrs.get(ATTR.OBJECTIVE_VALUES)
+    curve: dict[int, tuple[float, ...]] = {}
+    if not isinstance(rows, list):
+        return curve
+    for row in rows:
+        if not isinstance(row, list) or len(row) < 2:
+            continue
+        epoch = as_count(row[0])
+        values = [math.nan if v is None else as_number(v) for v in row[1:]]
+        if epoch is None or epoch < 1 or any(v is None for v in values):
+            continue
+        curve[epoch] = tuple(float(v) for v in values)  # type: ignore[arg-type]
+    return curve
+
+
+def with_objective_values(
+    trial: HasAttrs, epoch: int, values: Sequence[float]
+) -> list[list[float | None]]:
+    """The trial's :data:`ATTR.OBJECTIVE_VALUES <ATTR>` with ``epoch``'s values set (replacing
+    an earlier report of that epoch), ascending by epoch; NaN and infinite values are written as
+    ``None`` (JSON has no NaN), which :func:`objective_curve` reads back as NaN.
+
+    Example::
+
+        >>> class T:
+        ...     user_attrs = {"objective_values": [[1, 0.5, 120.0]]}
+        >>> with_objective_values(T(), 2, [0.4, float("nan")])
+        [[1, 0.5, 120.0], [2, 0.4, None]]
+    """
+    curve = objective_curve(trial)
+    curve[epoch] = tuple(float(v) for v in values)
+    return [[e, *(v if math.isfinite(v) else None for v in curve[e])] for e in sorted(curve)]
 
 
 def device_label(kind: str, devices: Sequence[int]) -> str:

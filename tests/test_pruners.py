@@ -369,14 +369,6 @@ def test_reading_records_writes_nothing(storage: StorageSpec) -> None:
     assert not sa.inspect(backend.engine).has_table(RECORD_TABLE)
 
 
-def test_multi_objective_studies_are_refused() -> None:
-    study = optuna.create_study(directions=["minimize", "minimize"], pruner=ASHAPruner())
-    trial = study.ask()
-    frozen = storage_of(study).get_trial(trial_id_of(trial))
-    with pytest.raises(NotImplementedError, match="single-objective"):
-        ASHAPruner().prune(study, frozen)
-
-
 # -- constructors ---------------------------------------------------------------------------
 
 

@@ -1,0 +1,85 @@
+"""The rung records of a study with several objectives: one list of values per trial and rung.
+
+A study with one objective keeps a single number per record and asks its store for two counts
+(:mod:`lightning_hpo._rung_store`). With several, a trial's place at a rung depends on every
+point there (:func:`lightning_hpo.pareto.pareto_order`), so a decision reads the rung's records
+whole: here the study system attributes
+``lightning_hpo:rungs:{bracket}:{rung}:{trial_number} -> [v1, v2, ...]``
+(:data:`~lightning_hpo.schema.RUNG_VECTOR_ATTR_PREFIX`), on every storage, the gRPC proxy
+included. Records are insert-only and idempotent per ``(bracket, rung, trial)``, as with one
+objective: two processes reaching a rung together never lose one, a repeated report never counts
+twice.
+
+Example::
+
+    >>> import optuna
+    >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+    >>> study = optuna.create_study(directions=["minimize", "minimize"])
+    >>> store = open_vector_store(study)
+    >>> store.add_and_read(0, [1], trial_number=0, values=(0.5, 10.0))
+    {0: (0.5, 10.0)}
+    >>> store.add_and_read(0, [1, 3], trial_number=1, values=(0.4, 20.0))
+    {0: (0.5, 10.0), 1: (0.4, 20.0)}
+    >>> store.records()
+    [(0, 1, 0, (0.5, 10.0)), (0, 1, 1, (0.4, 20.0)), (0, 3, 1, (0.4, 20.0))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import optuna
+from optuna.storages import BaseStorage
+
+from lightning_hpo._optuna import storage_of, study_id_of
+from lightning_hpo.schema import RUNG_VECTOR_ATTR_PREFIX as _PREFIX
+
+__all__ = ["VectorRecord", "VectorRungStore", "open_vector_store"]
+
+#: ``(bracket, rung, trial_number, values)``.
+VectorRecord = tuple[int, int, int, tuple[float, ...]]
+
+
+def open_vector_store(study: optuna.Study) -> VectorRungStore:
+    """The multi-objective rung store of ``study`` (its storage as the study sees it)."""
+    return VectorRungStore(storage_of(study), study_id_of(study))
+
+
+class VectorRungStore:
+    """Multi-objective rung records as study system attributes of one study."""
+
+    def __init__(self, storage: BaseStorage, study_id: int) -> None:
+        self._storage = storage
+        self._study_id = study_id
+
+    def add_and_read(
+        self, bracket: int, rungs: Sequence[int], trial_number: int, values: Sequence[float]
+    ) -> dict[int, tuple[float, ...]]:
+        """Record ``values`` at every rung of ``rungs`` (ascending) where the trial has none yet,
+        then return every record at the last of them, ``{trial_number: values}``, this trial's
+        included (its first record there, if it had one already)."""
+        attrs = self._storage.get_study_system_attrs(self._study_id)
+        for rung in rungs:
+            key = f"{_PREFIX}{bracket}:{rung}:{trial_number}"
+            if key not in attrs:
+                self._storage.set_study_system_attr(self._study_id, key, [float(v)
+                                                                         for v in values])
+        prefix = f"{_PREFIX}{bracket}:{rungs[-1]}:"
+        attrs = self._storage.get_study_system_attrs(self._study_id)
+        return {int(key[len(prefix):]): _vector(value)
+                for key, value in list(attrs.items()) if key.startswith(prefix)}
+
+    def records(self) -> list[VectorRecord]:
+        """Every record of the study, sorted by bracket, rung and trial number."""
+        attrs = self._storage.get_study_system_attrs(self._study_id)
+        out = []
+        for key, value in list(attrs.items()):
+            if key.startswith(_PREFIX):
+                bracket, rung, number = key[len(_PREFIX):].split(":")
+                out.append((int(bracket), int(rung), int(number), _vector(value)))
+        return sorted(out)
+
+
+def _vector(value: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in value)
