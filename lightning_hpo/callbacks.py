@@ -110,7 +110,8 @@ class PruningCallback(L.Callback):
             self.pruned_at_epoch = step
             if trainer.is_global_zero:
                 self.trial.set_user_attr(ATTR.PRUNED_AT_EPOCH, step)
-                shown = ", ".join(f"{n}={v:.4g}" for n, v in zip(self._monitors, values))
+                shown = ", ".join(f"{n}={v:.4g}"
+                                  for n, v in zip(self._monitors, values, strict=True))
                 _logger.info("trial %d pruned at epoch %d (%s)", self.trial.number, step, shown)
         trainer.should_stop = trainer.should_stop or should_prune
 

@@ -31,6 +31,7 @@ Every hyperparameter is checked in ``__init__``; a bad one raises
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, Literal
 
 import torch
@@ -39,7 +40,7 @@ from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
 from lightning_hpo._registry import _build, _defaults, _resolve_class
-from lightning_hpo.errors import field_choice, field_float, field_int
+from lightning_hpo.errors import ConfigError, field_choice, field_float, field_int
 
 __all__ = [
     "MODELS",
@@ -69,6 +70,9 @@ class ImageClassifier(LightningModule):
         momentum: SGD momentum, in ``[0, 1)``.
         weight_decay: L2 penalty, ``>= 0``.
         num_classes: number of classes, ``>= 2``.
+        measure_latency: time each validation batch's forward pass and log ``latency_ms``
+            (milliseconds per example; on a GPU the device is synchronised around it, which
+            costs some throughput).
 
     Example::
 
@@ -81,8 +85,14 @@ class ImageClassifier(LightningModule):
         0.1
     """
 
-    #: Metrics this module logs; a config's ``metric`` must be one of them.
-    LOGGED_METRICS: tuple[str, ...] = ("train_loss", "validation_loss", "validation_error")
+    #: Metrics this module logs; a config's ``metric`` must be one of them. ``parameters`` (the
+    #: number of trainable parameters, the same every epoch) and ``latency_ms`` (the forward
+    #: pass's mean milliseconds per validation example, on the trial's device; logged only with
+    #: ``measure_latency=True``) are objectives that are not training metrics.
+    LOGGED_METRICS: tuple[str, ...] = ("train_loss", "validation_loss", "validation_error",
+                                       "parameters", "latency_ms")
+    #: Metrics logged only when a constructor argument is true: ``{metric: argument}``.
+    OPTIONAL_METRICS: dict[str, str] = {"latency_ms": "measure_latency"}
 
     net: nn.Module
 
@@ -92,8 +102,14 @@ class ImageClassifier(LightningModule):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
         num_classes: int = 10,
+        measure_latency: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(measure_latency, bool):
+            raise ConfigError("model.measure_latency", f"is {measure_latency!r}, but must be "
+                              "true or false")
+        self._measure_latency = measure_latency
+        self._parameter_count: int | None = None
         self._lr = field_float("model.lr", lr, low=0.0, low_open=True)
         self._momentum = field_float("model.momentum", momentum, low=0.0, high=1.0)
         self._weight_decay = field_float("model.weight_decay", weight_decay, low=0.0)
@@ -144,18 +160,36 @@ class ImageClassifier(LightningModule):
                      sync_dist=True, batch_size=1)
 
     def on_validation_epoch_start(self) -> None:
-        self._val_sums.reset(2, self.device)
+        self._val_sums.reset(3 if self._measure_latency else 2, self.device)
 
     def validation_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> None:
         x, y = batch
+        if not self._measure_latency:
+            logits = self(x)
+            self._val_sums.add(len(y), F.cross_entropy(logits, y),
+                               (logits.argmax(dim=1) != y).sum())
+            return
+        cuda = x.device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize(x.device)
+        start = time.perf_counter()
         logits = self(x)
-        self._val_sums.add(len(y), F.cross_entropy(logits, y), (logits.argmax(dim=1) != y).sum())
+        if cuda:
+            torch.cuda.synchronize(x.device)
+        seconds = torch.tensor(time.perf_counter() - start, device=logits.device)
+        self._val_sums.add(len(y), F.cross_entropy(logits, y), (logits.argmax(dim=1) != y).sum(),
+                           seconds)
 
     def on_validation_epoch_end(self) -> None:
-        (loss_sum, wrong), count = self._val_sums.reduce(self.trainer.strategy)
+        sums, count = self._val_sums.reduce(self.trainer.strategy)
         if count > 0:
-            self.log("validation_loss", loss_sum / count, sync_dist=True)
-            self.log("validation_error", wrong / count, sync_dist=True)
+            self.log("validation_loss", sums[0] / count, sync_dist=True)
+            self.log("validation_error", sums[1] / count, sync_dist=True)
+            if self._measure_latency:
+                self.log("latency_ms", 1000.0 * sums[2] / count, sync_dist=True)
+        if self._parameter_count is None:
+            self._parameter_count = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        self.log("parameters", float(self._parameter_count), sync_dist=True)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         # Lightning moves the module to its device before it calls this, so the device is known.
@@ -235,6 +269,10 @@ class LeNet(ImageClassifier):
         weight_decay: L2 penalty, ``>= 0``.
         num_classes: number of classes, ``>= 2``.
         activation: ``"relu"`` (max pooling) or ``"sigmoid"`` (average pooling).
+        width: every layer's channels and units times this (``> 0``; each at least 1): 1.0 is
+            LeNet-5 (61,706 parameters with 10 classes), 0.5 about a quarter of them. The knob
+            of a study of error against size.
+        measure_latency: log ``latency_ms`` (see :class:`ImageClassifier`).
 
     Example::
 
@@ -249,19 +287,23 @@ class LeNet(ImageClassifier):
         weight_decay: float = 0.0,
         num_classes: int = 10,
         activation: Literal["relu", "sigmoid"] = "relu",
+        width: float = 1.0,
+        measure_latency: bool = False,
     ) -> None:
-        super().__init__(lr, momentum, weight_decay, num_classes)
+        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency)
         activation = field_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
+        width = field_float("model.width", width, low=0.0, low_open=True)
         self.save_hyperparameters()
         act: type[nn.Module] = nn.ReLU if activation == "relu" else nn.Sigmoid
         pool: type[nn.Module] = nn.MaxPool2d if activation == "relu" else nn.AvgPool2d
+        c1, c2, d1, d2 = (max(1, round(n * width)) for n in (6, 16, 120, 84))
         self.net = nn.Sequential(
-            nn.Conv2d(1, 6, kernel_size=5, padding=2), act(), pool(kernel_size=2, stride=2),
-            nn.Conv2d(6, 16, kernel_size=5), act(), pool(kernel_size=2, stride=2),
+            nn.Conv2d(1, c1, kernel_size=5, padding=2), act(), pool(kernel_size=2, stride=2),
+            nn.Conv2d(c1, c2, kernel_size=5), act(), pool(kernel_size=2, stride=2),
             nn.Flatten(),
-            nn.Linear(16 * 5 * 5, 120), act(),
-            nn.Linear(120, 84), act(),
-            nn.Linear(84, num_classes),
+            nn.Linear(c2 * 5 * 5, d1), act(),
+            nn.Linear(d1, d2), act(),
+            nn.Linear(d2, num_classes),
         )  # fmt: skip
         self.net.apply(_xavier_init)
 
@@ -282,6 +324,7 @@ class DropoutMLP(ImageClassifier):
         num_hiddens_2: width of the second hidden layer, ``>= 1``.
         dropout_1: drop probability after the first hidden layer, in ``[0, 1)``.
         dropout_2: drop probability after the second hidden layer, in ``[0, 1)``.
+        measure_latency: log ``latency_ms`` (see :class:`ImageClassifier`).
 
     Example::
 
@@ -300,8 +343,9 @@ class DropoutMLP(ImageClassifier):
         num_hiddens_2: int = 256,
         dropout_1: float = 0.5,
         dropout_2: float = 0.5,
+        measure_latency: bool = False,
     ) -> None:
-        super().__init__(lr, momentum, weight_decay, num_classes)
+        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency)
         num_inputs = field_int("model.num_inputs", num_inputs, minimum=1)
         num_hiddens_1 = field_int("model.num_hiddens_1", num_hiddens_1, minimum=1)
         num_hiddens_2 = field_int("model.num_hiddens_2", num_hiddens_2, minimum=1)
@@ -354,7 +398,7 @@ def model_class(name: str) -> type[LightningModule]:
 
     Example::
 
-        >>> model_class("lenet").LOGGED_METRICS
+        >>> model_class("lenet").LOGGED_METRICS[:3]
         ('train_loss', 'validation_loss', 'validation_error')
     """
     return _resolve_class("model", name, MODELS, LightningModule)

@@ -94,7 +94,7 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
     """
     _check(minimize, (a, b))
     strictly = False
-    for x, y, low in zip(a, b, minimize):
+    for x, y, low in zip(a, b, minimize, strict=True):
         if x == y:
             continue
         if (x < y) != low:
@@ -119,7 +119,7 @@ def nondominated_fronts(
     _check(minimize, points.values())
     numbers = sorted(n for n, p in points.items() if is_finite_point(p))
     # Oriented so that lower is better in every objective.
-    oriented = {n: tuple(v if low else -v for v, low in zip(points[n], minimize))
+    oriented = {n: tuple(v if low else -v for v, low in zip(points[n], minimize, strict=True))
                 for n in numbers}
     # Deb's fast non-dominated sort: who each point dominates, and by how many it is dominated.
     beats: dict[int, list[int]] = {n: [] for n in numbers}
@@ -239,14 +239,14 @@ def hypervolume(
     if not is_finite_point(reference):
         raise ValueError(f"The value of `reference` is {tuple(reference)}, but must be finite.")
     flip = [1.0 if low else -1.0 for low in minimize]
-    ref = tuple(r * f for r, f in zip(reference, flip))
+    ref = tuple(r * f for r, f in zip(reference, flip, strict=True))
     kept = []
     for point in points:
         _check(minimize, [point])
         if not is_finite_point(point):
             continue
-        oriented = tuple(v * f for v, f in zip(point, flip))
-        if all(v < r for v, r in zip(oriented, ref)):
+        oriented = tuple(v * f for v, f in zip(point, flip, strict=True))
+        if all(v < r for v, r in zip(oriented, ref, strict=True)):
             kept.append(oriented)
     return float(_volume(kept, ref))
 
@@ -278,7 +278,7 @@ def _volume(points: list[tuple[float, ...]], ref: tuple[float, ...]) -> float:
 def _below(p: tuple[float, ...], q: tuple[float, ...]) -> bool:
     """Oriented dominance: ``p`` no higher anywhere and lower somewhere."""
     strictly = False
-    for x, y in zip(p, q):
+    for x, y in zip(p, q, strict=True):
         if x > y:
             return False
         if x < y:
@@ -290,10 +290,12 @@ def _scaled(points: Mapping[int, Point], minimize: Sequence[bool]) -> dict[int, 
     """Finite points oriented (lower is better) and scaled to ``[0, 1]`` per objective."""
     if not points:
         return {}
-    oriented = {n: [v if low else -v for v, low in zip(p, minimize)] for n, p in points.items()}
+    oriented = {n: [v if low else -v for v, low in zip(p, minimize, strict=True)]
+                for n, p in points.items()}
     lows = [min(p[k] for p in oriented.values()) for k in range(len(minimize))]
     spans = [max(p[k] for p in oriented.values()) - lows[k] for k in range(len(minimize))]
-    return {n: tuple((v - low) / span if span > 0 else 0.0 for v, low, span in zip(p, lows, spans))
+    return {n: tuple((v - low) / span if span > 0 else 0.0
+                     for v, low, span in zip(p, lows, spans, strict=True))
             for n, p in oriented.items()}
 
 

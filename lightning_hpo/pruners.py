@@ -244,7 +244,8 @@ class ASHAPruner(optuna.pruners.BasePruner):
     recorded at that rung so far, its own included (:func:`asha_continues`); ties continue, and
     the first trial at a rung always continues. NaN or infinite values are pruned at the first
     rung and never recorded. In a study with several objectives the same rule ranks by
-    :func:`lightning_hpo.pareto.pareto_order` (see the module docstring). A trial that reached ``max_resource`` is finished and never pruned.
+    :func:`lightning_hpo.pareto.pareto_order` (see the module docstring). A trial that reached
+    ``max_resource`` is finished and never pruned.
     The first decision for a study writes the settings as the study system attribute
     ``lightning_hpo:pruner`` (:data:`~lightning_hpo.schema.PRUNER_ATTR`), for reports.
 

@@ -190,8 +190,16 @@ def test_config_files_are_read_with_the_safe_loader(tmp_path: Path) -> None:
                      "direction: is maximize, but study 't' was created to minimize",
                      id="other-direction"),
         pytest.param(["minimize", "minimize"], {},
-                     "study: 't' is a multi-objective study; the launcher runs one objective",
-                     id="multi-objective"),
+                     "direction: lists 1 objective(s), but study 't' was created with 2 "
+                     "(minimize, minimize)", id="multi-objective"),
+        pytest.param(["minimize"], {"metric": ["validation_error", "parameters"],
+                                    "direction": ["minimize", "minimize"]},
+                     "direction: lists 2 objective(s), but study 't' was created with 1 "
+                     "(minimize)", id="several-objectives-on-a-single-objective-study"),
+        pytest.param(["minimize", "maximize"], {"metric": ["validation_error", "parameters"],
+                                                "direction": ["minimize", "minimize"]},
+                     "direction: is ['minimize', 'minimize'], but study 't' was created to "
+                     "['minimize', 'maximize']", id="other-directions"),
         pytest.param([], {}, "t.journal is not a valid Optuna journal file: Expecting value",
                      id="garbage-inside-the-journal"),  # found after the folders: they go
     ],

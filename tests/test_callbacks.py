@@ -94,7 +94,7 @@ def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
         _fit(trial, epochs=1, monitor="val_acc")
     message = str(info.value)
     assert message.startswith("monitor: 'val_acc' is not logged")
-    assert message.endswith("logged metrics: validation_error, validation_loss")
+    assert message.endswith("logged metrics: parameters, validation_error, validation_loss")
 
 
 def test_reused_callback_resets_between_fits() -> None:

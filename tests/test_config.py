@@ -270,7 +270,7 @@ def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:
     [
         pytest.param({"model": {"name": "resnet"}}, "model.name", "allowed: lenet", id="model"),
         pytest.param({"data": {"name": "cifar"}}, "data.name", "allowed: digits", id="data"),
-        pytest.param({"model": {"name": "lenet", "width": 3}}, "model.width", "allowed: lr",
+        pytest.param({"model": {"name": "lenet", "depth": 3}}, "model.depth", "allowed: lr",
                      id="arg"),
         pytest.param({"space": {"depth": {"randint": [1, 3]}}}, "space.depth", "not a hyper",
                      id="space-name"),

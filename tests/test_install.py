@@ -129,7 +129,7 @@ def test_the_installed_launcher_lists_and_names_its_configs(
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
         "error: config: cannot read configs/random_search.yaml: No such file or directory; "
-        "or name a shipped config: dropout_mlp_tpe_hyperband, lenet_ddp, lenet_fashion_mnist, "
-        "quickstart, random_search"
+        "or name a shipped config: dropout_mlp_tpe_hyperband, lenet_ddp, lenet_error_vs_size, "
+        "lenet_fashion_mnist, quickstart, random_search"
     ]
     assert list(tmp_path.iterdir()) == []

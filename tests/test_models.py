@@ -85,7 +85,7 @@ def test_unknown_hyperparameter_lists_allowed() -> None:
         build_model("lenet", learning_rate=0.1)
     assert info.value.field == "model.learning_rate"
     assert info.value.message.endswith(
-        "allowed: lr, momentum, weight_decay, num_classes, activation"
+        "allowed: lr, momentum, weight_decay, num_classes, activation, width, measure_latency"
     )
 
 
@@ -131,14 +131,14 @@ def test_activation_error_lists_choices() -> None:
         pytest.param(
             "lenet",
             {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
-             "activation": "relu"},
+             "activation": "relu", "width": 1.0, "measure_latency": False},
             id="lenet",
         ),
         pytest.param(
             "dropout_mlp",
             {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
              "num_inputs": 784, "num_hiddens_1": 256, "num_hiddens_2": 256, "dropout_1": 0.5,
-             "dropout_2": 0.5},
+             "dropout_2": 0.5, "measure_latency": False},
             id="dropout_mlp",
         ),
     ],
@@ -184,7 +184,9 @@ def test_optimizer_is_sgd_with_hyperparameters() -> None:
 
 
 def test_logged_metrics_declared() -> None:
-    assert ImageClassifier.LOGGED_METRICS == ("train_loss", "validation_loss", "validation_error")
+    assert ImageClassifier.LOGGED_METRICS == ("train_loss", "validation_loss", "validation_error",
+                                              "parameters", "latency_ms")
+    assert ImageClassifier.OPTIONAL_METRICS == {"latency_ms": "measure_latency"}
     assert LeNet.LOGGED_METRICS is DropoutMLP.LOGGED_METRICS
 
 
@@ -263,7 +265,10 @@ def test_lenet_learns_digits_within_10_epochs() -> None:
     target = EarlyStopping("validation_error", mode="min", patience=10, stopping_threshold=0.15)
     trainer = _fit(model, max_epochs=10, callbacks=[target])
     metrics = trainer.callback_metrics
-    assert set(ImageClassifier.LOGGED_METRICS) <= set(metrics)
+    always = set(ImageClassifier.LOGGED_METRICS) - set(ImageClassifier.OPTIONAL_METRICS)
+    assert always <= set(metrics)
+    assert "latency_ms" not in metrics  # only with measure_latency=True
+    assert float(metrics["parameters"]) == 61706
     assert float(metrics["validation_error"]) < 0.15
     assert trainer.current_epoch <= 10
 
@@ -284,3 +289,27 @@ def test_dropout_mlp_learns_digits_within_10_epochs() -> None:
     target = EarlyStopping("validation_error", mode="min", patience=10, stopping_threshold=0.3)
     trainer = _fit(DropoutMLP(lr=0.1), max_epochs=10, callbacks=[target])
     assert float(trainer.callback_metrics["validation_error"]) < 0.3
+
+
+@pytest.mark.parametrize(("width", "parameters"), [(0.25, 4157), (0.5, 15738), (1.0, 61706)])
+def test_lenet_width_scales_every_layer(width: float, parameters: int) -> None:
+    model = LeNet(width=width)
+    assert sum(p.numel() for p in model.parameters()) == parameters
+    assert model(torch.zeros(2, 1, 28, 28)).shape == (2, 10)
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"width": 0}, "model.width"), ({"measure_latency": "yes"}, "model.measure_latency")])
+def test_bad_width_or_latency_flag_names_the_field(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        build_model("lenet", **kwargs)
+    assert info.value.field == field
+
+
+def test_measure_latency_logs_milliseconds_per_example_and_the_parameter_count() -> None:
+    pl.seed_everything(0, verbose=False)
+    model = LeNet(lr=0.1, width=0.5, measure_latency=True)
+    trainer = _fit(model, max_epochs=1)
+    metrics = trainer.callback_metrics
+    assert 0.0 < float(metrics["latency_ms"]) < 1000.0
+    assert float(metrics["parameters"]) == 15738

@@ -27,7 +27,7 @@ from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import TrialState
 
 from lightning_hpo import rungs
-from lightning_hpo._optuna import backend_of, storage_of, study_id_of, trial_id_of
+from lightning_hpo._optuna import backend_of, storage_of, study_id_of
 from lightning_hpo._rung_store import RungRecord, rung_records
 from lightning_hpo.pruners import ASHAPruner, HyperbandPruner, asha_continues
 from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR

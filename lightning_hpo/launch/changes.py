@@ -356,7 +356,8 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
             **{f"data.{key}": value for key, value in {**DATA_DEFAULTS, **cfg.data_args}.items()},
         }
     return {
-        "metric": cfg.metric, "direction": cfg.direction,
+        "metric": [m for m, _ in cfg.objectives] if cfg.several else cfg.metric,
+        "direction": [d for _, d in cfg.objectives] if cfg.several else cfg.direction,
         **{f"space.{name}": value for name, value in to_yaml(cfg.space).items()},
         "initial": cfg.initial,
         "seed": cfg.seed,  # sampler.seed, else the top-level one: renamed by compare_configs

@@ -6,8 +6,8 @@ A config is a small YAML file (see ``configs/quickstart.yaml``)::
     storage: runs/quickstart.journal    # journal file path, or any Optuna RDB URL
     model: {name: lenet}                # registry name or "package.module:Class", + fixed args
     data: {name: digits}                # registry name, + fixed args
-    metric: validation_error
-    direction: minimize
+    metric: validation_error           # or a list, one per objective: [validation_error,
+    direction: minimize                 #   parameters] with direction: [minimize, minimize]
     space:
       lr: {loguniform: [0.01, 1.0]}
       batch_size: {randint: [32, 256]}
@@ -274,6 +274,23 @@ class Config:
     #: Trials built through a LightningCLI (``cli:``, ``config:``, ``class_path``), else None:
     #: ``model``/``data`` are then ``""`` and ``trainer`` is ``{}`` (the CLI has them).
     cli: CliSpec | None = None
+    #: Every objective's metric and direction, in order (``metric: [a, b]``, ``direction:
+    #: [minimize, maximize]``); ``metric`` and ``direction`` are the first, the one each
+    #: trial's ``best.ckpt`` is chosen by. Empty: the one objective ``metric``.
+    metrics: tuple[str, ...] = ()
+    directions: tuple[Literal["minimize", "maximize"], ...] = ()
+
+    @property
+    def objectives(self) -> tuple[tuple[str, Literal["minimize", "maximize"]], ...]:
+        """``(metric, direction)`` per objective: one, or several (a multi-objective study)."""
+        if not self.metrics:
+            return ((self.metric, self.direction),)
+        return tuple(zip(self.metrics, self.directions, strict=True))
+
+    @property
+    def several(self) -> bool:
+        """Whether the study has several objectives."""
+        return len(self.metrics) > 1
 
     @property
     def study_dir(self) -> Path:
@@ -651,8 +668,8 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
                 raise ConfigError(key, f"is a LightningCLI section: {_CLI_HOW}")
     else:
         model, model_args, data, data_args = "", {}, "", {}
-    metric = _metric(_section(raw, "metric", "validation_error"))
-    direction = field_choice("direction", _section(raw, "direction", "minimize"), DIRECTIONS)
+    metrics, directions = _objectives(raw.get("metric"), raw.get("direction"))
+    metric, direction = metrics[0], directions[0]
     space = _space(_section(raw, "space", {}), fixed={**model_args, **data_args},
                    dotted=cli is not None)
     initial = _initial(_section(raw, "initial", []), space)
@@ -677,6 +694,8 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         heartbeat=_heartbeat(raw.get("heartbeat"), storage),
         logger=logger,  # type: ignore[arg-type]
         cli=cli,
+        metrics=metrics if len(metrics) > 1 else (),
+        directions=directions if len(metrics) > 1 else (),  # type: ignore[arg-type]
     )
 
 
@@ -693,11 +712,50 @@ def _storage(storage: Any) -> str:
     return storage
 
 
-def _metric(metric: Any) -> str:
-    """``metric``: a name; whether the model logs it is :func:`check_against_registry`'s."""
+def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``metric`` and ``direction``: a name and a direction, or equally long lists of them (a
+    study with several objectives). Whether the model logs them is
+    :func:`check_against_registry`'s.
+
+    Example::
+
+        >>> _objectives(["validation_error", "parameters"], ["minimize", "minimize"])
+        (('validation_error', 'parameters'), ('minimize', 'minimize'))
+        >>> _objectives(None, None)
+        (('validation_error',), ('minimize',))
+    """
+    if metric is None:
+        metric = "validation_error"
+    if isinstance(metric, list):
+        if not metric:
+            raise ConfigError("metric", "is an empty list, but must name at least one metric")
+        for index, name in enumerate(metric):
+            if not isinstance(name, str) or not name:
+                raise ConfigError(f"metric[{index}]", f"is {name!r}, but must be the name of a "
+                                  "logged metric")
+        twice = sorted({name for name in metric if metric.count(name) > 1})
+        if twice:
+            raise ConfigError("metric", f"names {', '.join(twice)} twice; each objective is a "
+                              "different metric")
+        if not isinstance(direction, list):
+            shown = "missing" if direction is None else repr(direction)
+            raise ConfigError("direction", f"is {shown}, but metric lists {len(metric)} metrics: "
+                              f"give a list of {len(metric)} directions (minimize or maximize), "
+                              "one per metric")
+        if len(direction) != len(metric):
+            raise ConfigError("direction", f"lists {len(direction)} direction(s) for "
+                              f"{len(metric)} metrics; give one per metric, in the same order")
+        directions = tuple(field_choice(f"direction[{index}]", d, DIRECTIONS)
+                           for index, d in enumerate(direction))
+        return tuple(metric), directions
     if not isinstance(metric, str) or not metric:
-        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric")
-    return metric
+        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric, or "
+                          "a list of them (several objectives)")
+    if isinstance(direction, list):
+        raise ConfigError("direction", f"is a list of {len(direction)}, but metric is one name "
+                          f"({metric}); give one direction, or a list of metrics")
+    direction = "minimize" if direction is None else direction
+    return (metric,), (field_choice("direction", direction, DIRECTIONS),)
 
 
 def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
@@ -814,10 +872,17 @@ def check_against_registry(cfg: Config) -> list[str]:
                 ) from None
             raise
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
-    if logged is not None and cfg.metric not in logged:
-        raise ConfigError(
-            "metric", f"'{cfg.metric}' is not logged by {cfg.model}; logged: {', '.join(logged)}"
-        )
+    optional = getattr(model_class(cfg.model), "OPTIONAL_METRICS", None) or {}
+    for index, (metric, _) in enumerate(cfg.objectives):
+        where = f"metric[{index}]" if cfg.several else "metric"
+        if logged is not None and metric not in logged:
+            raise ConfigError(
+                where, f"'{metric}' is not logged by {cfg.model}; logged: {', '.join(logged)}"
+            )
+        flag = optional.get(metric)
+        if flag is not None and cfg.model_args.get(flag) is not True and flag not in cfg.space:
+            raise ConfigError(where, f"'{metric}' is logged by {cfg.model} only with "
+                              f"model.{flag}: true")
     return []
 
 

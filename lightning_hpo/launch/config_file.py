@@ -193,8 +193,8 @@ def shipped_configs() -> dict[str, Path]:
     Example::
 
         >>> list(shipped_configs())  # doctest: +NORMALIZE_WHITESPACE
-        ['dropout_mlp_tpe_hyperband', 'lenet_ddp', 'lenet_fashion_mnist', 'quickstart',
-         'random_search']
+        ['dropout_mlp_tpe_hyperband', 'lenet_ddp', 'lenet_error_vs_size', 'lenet_fashion_mnist',
+         'quickstart', 'random_search']
     """
     return {path.stem: path for path in sorted(CONFIG_DIR.glob("*.yaml"))}
 

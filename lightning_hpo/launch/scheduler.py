@@ -13,7 +13,9 @@ launcher on the study shares one schedule. All the scheduler's state is in the s
   was interrupted) or waits at a rung for a decision;
 * the synchronous schedules' round of each trial is :data:`ATTR.ROUND <lightning_hpo.schema.ATTR>`,
   promotion-type Hyperband's bracket is :data:`~lightning_hpo.schema.BRACKET_ATTR`;
-* the values at rungs are the trials' intermediate values (one per epoch).
+* the values at rungs are the trials' intermediate values (one per epoch); in a study with
+  several objectives, their :data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (a tuple
+  per epoch, ranked by Pareto fronts).
 
 A launcher killed with ``kill -9`` and run again therefore continues the round and resumes the
 paused trials; two launchers on one PostgreSQL study share one synchronous round.
@@ -57,7 +59,15 @@ from lightning_hpo.launch.trials import (
     pause,
     unpause,
 )
-from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner, Pause, as_count, is_paused
+from lightning_hpo.schema import (
+    ATTR,
+    BRACKET_ATTR,
+    Owner,
+    Pause,
+    as_count,
+    is_paused,
+    objective_curve,
+)
 
 __all__ = ["WAIT_SECONDS", "Assignment", "Scheduler", "trial_view"]
 
@@ -72,7 +82,7 @@ _STATES: dict[TrialState, schedules.State] = {
 }
 
 
-def trial_view(trial: FrozenTrial) -> schedules.TrialView:
+def trial_view(trial: FrozenTrial, several: bool = False) -> schedules.TrialView:
     """What the pure schedules see of a trial.
 
     Example::
@@ -85,7 +95,8 @@ def trial_view(trial: FrozenTrial) -> schedules.TrialView:
         TrialView(number=0, state='paused', epoch=1, values={1: 0.5}, group=None, target=None)
     """
     attrs = trial.user_attrs
-    values = dict(trial.intermediate_values)
+    values: dict[int, schedules.Value] = (
+        dict(objective_curve(trial)) if several else dict(trial.intermediate_values))
     group = as_count(attrs.get(ATTR.ROUND))
     if group is None:
         group = as_count(trial.system_attrs.get(BRACKET_ATTR))
@@ -141,7 +152,8 @@ class Scheduler:
             if self.cfg.heartbeat is not None and self._recover_lost(trials):
                 trials = self.study.get_trials(deepcopy=False)
             tickets = sum(t.state == TrialState.WAITING for t in trials)
-            views = [trial_view(t) for t in trials if t.state != TrialState.WAITING]
+            views = [trial_view(t, self.cfg.several) for t in trials
+                     if t.state != TrialState.WAITING]
             decision = self.schedule.decide(
                 views, tickets=None if self.cfg.stop.n_trials is None else tickets,
                 next_number=_next_number(trials),

@@ -73,7 +73,8 @@ def build_schedule(cfg: Config) -> schedules.Schedule:
     :class:`~lightning_hpo.schedules.StopSchedule` (the pruner stops trials; only interrupted
     trials are resumed)."""
     p = cfg.pruner
-    minimize = cfg.direction == "minimize"
+    per_objective = tuple(d == "minimize" for _, d in cfg.objectives)
+    minimize: schedules.Minimize = per_objective if cfg.several else per_objective[0]
     top = p.max_resource or cfg.max_epochs
     if p.name == "sync_sh":
         return schedules.SyncSuccessiveHalving(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 from rich.console import Console, Group
 from rich.live import Live
 from rich.progress_bar import ProgressBar
@@ -29,6 +29,7 @@ from rich.text import Text
 
 from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.supervisor import Supervisor, TrialRow
+from lightning_hpo.pareto import nondominated_fronts, pareto_order
 from lightning_hpo.report.snapshot import StudySnapshot, TrialRecord
 from lightning_hpo.schema import ATTR, is_paused
 from lightning_hpo.storage import StorageSpec, mask
@@ -49,6 +50,13 @@ def _fmt(value: float | None) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return f"{value:.4f}"
+
+
+def _fmt_any(value: float) -> str:
+    """A value of any size: whole numbers (a parameter count) without decimals."""
+    if math.isfinite(value) and value == int(value) and abs(value) >= 1:
+        return f"{value:.0f}"
+    return _fmt(value)
 
 
 def _clock(seconds: float) -> str:
@@ -230,7 +238,9 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         )
     completed = [t for t in trials if t.state == TrialState.COMPLETE]
     best_value: float | None = None
-    if completed:
+    if cfg.several:
+        lines += _pareto_lines(cfg, completed)
+    elif completed:
         best = study.best_trial
         best_value = best.value
         lines.append(
@@ -240,9 +250,9 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
             lines.append(f"Best checkpoint: {best.user_attrs[ATTR.CHECKPOINT]}")
     else:
         lines.append("No trial completed yet.")
-    snap = StudySnapshot.read(study)
-    seen = _best_seen(snap)
-    if seen is not None and (best_value is None or (
+    snap = None if cfg.several else StudySnapshot.read(study)
+    seen = None if snap is None else _best_seen(snap)
+    if snap is not None and seen is not None and (best_value is None or (
             seen[1] != best_value and snap.info.better(seen[1], best_value))):
         record, value, epoch = seen
         whose = ("stopped by the study's budget" if record.stopped_by == "budget"
@@ -264,6 +274,34 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
     if cfg.logger == "tensorboard" and (cfg.cli is None or _has_tensorboard_runs(cfg.study_dir)):
         lines.append(f"TensorBoard: tensorboard --logdir {cfg.study_dir}")
     return lines
+
+
+def _pareto_lines(cfg: Config, completed: list[FrozenTrial]) -> list[str]:
+    """A study with several objectives: its Pareto front among the COMPLETE trials (up to
+    :data:`_FRONT_SHOWN` of them, best first in :func:`lightning_hpo.pareto.pareto_order`)."""
+    if not completed:
+        return ["No trial completed yet."]
+    names = [metric for metric, _ in cfg.objectives]
+    minimize = tuple(d == "minimize" for _, d in cfg.objectives)
+    points = {t.number: tuple(t.values) for t in completed if t.values is not None}
+    front = nondominated_fronts(points, minimize)
+    members = set(front[0]) if front else set()
+    order = [n for n in pareto_order(points, minimize) if n in members]
+    lines = [f"Pareto front ({', '.join(f'{n} {d}' for n, d in cfg.objectives)}): "
+             f"{_count(len(order), 'trial')} of {len(completed)} completed."]
+    by_number = {t.number: t for t in completed}
+    for number in order[:_FRONT_SHOWN]:
+        values = ", ".join(f"{n} {_fmt_any(v)}"
+                           for n, v in zip(names, points[number], strict=True))
+        lines.append(f"  trial {number}: {values} with {by_number[number].params}")
+    if len(order) > _FRONT_SHOWN:
+        lines.append(f"  ... and {len(order) - _FRONT_SHOWN} more (python -m lightning_hpo.report "
+                     "lists them all)")
+    return lines
+
+
+#: Trials of the Pareto front the closing summary names.
+_FRONT_SHOWN = 5
 
 
 def _has_tensorboard_runs(study_dir: Path) -> bool:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,8 +108,8 @@ def stored_config(cfg: Config) -> dict[str, Any]:
     return {
         **cfg.raw,
         "storage": StorageSpec(cfg.storage).masked,
-        "metric": cfg.metric,
-        "direction": cfg.direction,
+        "metric": [m for m, _ in cfg.objectives] if cfg.several else cfg.metric,
+        "direction": [d for _, d in cfg.objectives] if cfg.several else cfg.direction,
         "trainer": {**(trainer if isinstance(trainer, dict) else {}), "max_epochs": cfg.max_epochs},
     }
 
@@ -159,9 +160,9 @@ def _load(
     """The existing study, checked against the config (reads only); None when there is none.
 
     Raises:
-        ConfigError: ``study`` for a multi-objective study; with ``compare`` the refused changes
-            of the stored config (:func:`config_changes`); ``direction`` when the study was
-            made with the other one.
+        ConfigError: with ``compare`` the refused changes of the stored config
+            (:func:`config_changes`); ``direction`` when the study was made with other
+            directions, or another number of objectives.
     """
     try:
         study = optuna.load_study(
@@ -169,16 +170,19 @@ def _load(
         )
     except KeyError:  # no such study yet
         return None
-    if len(study.directions) != 1:
-        message = f"'{cfg.study}' is a multi-objective study; the launcher runs one objective"
-        raise ConfigError("study", message)
     refusal = config_changes(study, cfg).refusal(cfg.study) if compare else None
     if refusal is not None:
         raise refusal
-    existing = study.direction.name.lower()
-    if existing != cfg.direction:
-        message = f"is {cfg.direction}, but study '{cfg.study}' was created to {existing}"
-        raise ConfigError("direction", message)
+    existing = [d.name.lower() for d in study.directions]
+    wanted = [d for _, d in cfg.objectives]
+    if len(existing) != len(wanted):
+        raise ConfigError("direction", f"lists {len(wanted)} objective(s), but study "
+                          f"'{cfg.study}' was created with {len(existing)} "
+                          f"({', '.join(existing)})")
+    if existing != wanted:
+        shown = cfg.direction if len(wanted) == 1 else wanted
+        was = existing[0] if len(existing) == 1 else existing
+        raise ConfigError("direction", f"is {shown}, but study '{cfg.study}' was created to {was}")
     return study
 
 
@@ -201,10 +205,14 @@ def _create_or_load(
     try:
         study = optuna.create_study(
             study_name=cfg.study, storage=storage, sampler=sampler, pruner=pruner,
-            direction=cfg.direction,
+            directions=[d for _, d in cfg.objectives],
         )
     except optuna.exceptions.DuplicatedStudyError:  # made meanwhile (a storage without lock)
         return _create_or_load(cfg, storage, sampler, pruner, compare=compare)
+    if cfg.several:  # optuna-dashboard and the report name the objectives by these
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([m for m, _ in cfg.objectives])
     return study, True
 
 

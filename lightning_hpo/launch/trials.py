@@ -36,6 +36,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -126,10 +127,11 @@ def end_trial(
     study: optuna.Study,
     number: int,
     state: TrialState,
-    value: float | None = None,
+    value: float | Sequence[float] | None = None,
     reason: str | None = None,
 ) -> bool:
-    """Finish trial ``number`` (COMPLETE with a value, PRUNED, or FAIL with a reason).
+    """Finish trial ``number`` (COMPLETE with a value, one per objective in a study with
+    several, PRUNED, or FAIL with a reason).
 
     ``reason`` is stored as ``fail_reason`` for FAIL and as ``stop_reason`` for PRUNED (a trial
     the study's budget stopped; Optuna keeps its intermediate values, and its last one as its

@@ -44,6 +44,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +96,10 @@ from lightning_hpo.launch.trials import (
     remove_resume_checkpoint,
 )
 from lightning_hpo.models import build_model
+from lightning_hpo.pareto import is_finite_point
 from lightning_hpo.report.best_config import CONFIG_NAME, write_text_whole
-from lightning_hpo.schema import ATTR, Owner, Segment
+from lightning_hpo.schedules import Value
+from lightning_hpo.schema import ATTR, Owner, Segment, objective_curve
 from lightning_hpo.storage import open_storage
 from lightning_hpo.tensor_data import TensorDataModule
 
@@ -293,11 +296,12 @@ class FitRange:
 
 def train(
     trial: Any, cfg: Config, spec: WorkerSpec, progress: _Progress, segment: FitRange = FitRange()
-) -> tuple[float, str | None]:
+) -> tuple[Value, str | None]:
     """Train one segment of a trial on this slot; every DDP rank runs it.
 
     Returns:
-        The metric after the segment's last epoch, and the best checkpoint's path.
+        The metric after the segment's last epoch (a tuple, one per objective, in a study with
+        several), and the best checkpoint's path (chosen by the first objective).
 
     Raises:
         optuna.TrialPruned: the pruner stopped it.
@@ -311,7 +315,8 @@ def train(
         segment = FitRange(**share_segment(trial, dataclasses.asdict(segment)))
     seed = (cfg.seed or 0) + trial.number
     trial_dir = cfg.study_dir.resolve() / f"trial_{trial.number:05d}"
-    pruning = PruningCallback(trial, monitor=cfg.metric)
+    metrics = [metric for metric, _ in cfg.objectives]
+    pruning = PruningCallback(trial, monitor=metrics if cfg.several else cfg.metric)
     checkpoint = ModelCheckpoint(
         dirpath=trial_dir, filename="best", monitor=cfg.metric,
         mode="min" if cfg.direction == "minimize" else "max", save_top_k=1,
@@ -362,10 +367,12 @@ def train(
     pruning.raise_if_pruned()
     if progress.budget_stop is not None:
         raise _BudgetStop(progress.budget_stop)
-    value = trainer.callback_metrics.get(cfg.metric)
-    if value is None:
-        raise RuntimeError(f"metric '{cfg.metric}' was never logged")
-    return float(value), checkpoint.best_model_path or None
+    values = [trainer.callback_metrics.get(metric) for metric in metrics]
+    for metric, value in zip(metrics, values, strict=True):
+        if value is None:
+            raise RuntimeError(f"metric '{metric}' was never logged")
+    final = tuple(float(v) for v in values)  # type: ignore[arg-type]
+    return (final if cfg.several else final[0]), checkpoint.best_model_path or None
 
 
 def _constructor_kwargs(
@@ -443,7 +450,8 @@ def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> fl
 
     The launcher seeds each trial with ``seed + number``, so a finished trial's result can be
     reproduced from the study alone. Logs and checkpoints go under ``run_dir`` (not the study's,
-    which keeps the original's). Returns the metric after the last epoch.
+    which keeps the original's). Returns the metric after the last epoch (the first objective's
+    in a study with several).
 
     Example::
 
@@ -457,7 +465,7 @@ def replay(cfg: Config, params: dict[str, Any], number: int, run_dir: str) -> fl
                       events_fd=-1, deadline=None)
     trial = optuna.trial.FixedTrial(params, number)
     value, _ = train(trial, cfg, spec, _Progress(cfg, number, EventWriter(-1), spec))
-    return value
+    return value if isinstance(value, float) else value[0]
 
 
 def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
@@ -517,7 +525,7 @@ class _Outcome:
 
     state: TrialState | None = TrialState.FAIL
     how: str = "failed"
-    value: float | None = None
+    value: Value | None = None
     reason: str | None = None
 
 
@@ -550,7 +558,8 @@ def _run_segment(
     reason = outcome.reason or ("unknown" if outcome.state == TrialState.FAIL else None)
     end_trial(study, trial.number, outcome.state, value=outcome.value, reason=reason)
     remove_resume_checkpoint(trial)
-    events.emit("end", trial=trial.number, state=outcome.state.name, value=outcome.value,
+    first = outcome.value[0] if isinstance(outcome.value, tuple) else outcome.value
+    events.emit("end", trial=trial.number, state=outcome.state.name, value=first,
                 reason=reason)
 
 
@@ -620,9 +629,10 @@ def _train_segment(
         trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
         if job.to_epoch < cfg.max_epochs:
             return _Outcome(None, "paused", value, f"rung {job.to_epoch}")
-        if math.isfinite(value):
+        finite = is_finite_point(value) if isinstance(value, tuple) else math.isfinite(value)
+        if finite:
             return _Outcome(TrialState.COMPLETE, "complete", value)
-        return _Outcome(value=value, reason=f"{cfg.metric} is {value}")
+        return _Outcome(value=value, reason=_not_finite(cfg, value))
     except optuna.TrialPruned:
         return _Outcome(TrialState.PRUNED, "pruned")
     except _BudgetStop as stop:  # the study's budget, not the trial: it pauses
@@ -678,13 +688,24 @@ class _Heartbeat:
         self._thread.join(timeout=5)
 
 
-def _reported(study: optuna.Study, trial: optuna.Trial, epoch: int) -> float:
-    """The value the trial reported at ``epoch`` (its checkpoint is written after the report).
+def _not_finite(cfg: Config, value: Value) -> str:
+    """Why a trial whose last value is NaN or infinite fails: ``"validation_error is nan"``."""
+    if not isinstance(value, tuple):
+        return f"{cfg.metric} is {value}"
+    pairs = zip(cfg.objectives, value, strict=True)
+    return ", ".join(f"{metric} is {v}" for (metric, _), v in pairs if not math.isfinite(v))
+
+
+def _reported(study: optuna.Study, trial: optuna.Trial, epoch: int) -> Value:
+    """The value the trial reported at ``epoch`` (its checkpoint is written after the report);
+    a tuple in a study with several objectives.
 
     Raises:
         RuntimeError: it reported none there.
     """
-    values = storage_of(study).get_trial(trial_id_of(trial)).intermediate_values
+    frozen = storage_of(study).get_trial(trial_id_of(trial))
+    values: Mapping[int, Value] = (objective_curve(frozen) if len(study.directions) > 1
+                                   else frozen.intermediate_values)
     if epoch not in values:
         raise RuntimeError(f"its checkpoint holds {epoch} epochs but no value was reported at "
                            f"epoch {epoch}")

@@ -16,7 +16,9 @@ storage, so any launcher, after any crash, computes the same decision from the s
 
 Every schedule resumes *interrupted* trials first (paused with a ``target``: cut short by the
 wall-clock budget, Ctrl-C or a crash), lowest trial number first, to that target. Rankings at a
-rung put NaN and infinite values last and break ties by the lower trial number. Epochs are counted
+rung put NaN and infinite values last and break ties by the lower trial number; with several
+objectives (``minimize`` a tuple, values tuples) they are Pareto fronts, an epsilon-net within
+each (:func:`lightning_hpo.pareto.pareto_order`), multi-objective ASHA. Epochs are counted
 from 1, as the intermediate values' steps; rungs and rounds come from :mod:`lightning_hpo.rungs`.
 
 One module per family: ``_base`` (the types every schedule shares), ``_stop``, ``_synchronous``
@@ -29,7 +31,15 @@ Example::
     Job(kind='start', trial=None, to_epoch=2, group=0, from_scratch=False)
 """
 
-from lightning_hpo.schedules._base import Decision, Job, Schedule, State, TrialView
+from lightning_hpo.schedules._base import (
+    Decision,
+    Job,
+    Minimize,
+    Schedule,
+    State,
+    TrialView,
+    Value,
+)
 from lightning_hpo.schedules._promotion import PromotionASHA, PromotionHyperband, promotable
 from lightning_hpo.schedules._stop import StopSchedule
 from lightning_hpo.schedules._synchronous import SyncHyperband, SyncSuccessiveHalving
@@ -37,6 +47,7 @@ from lightning_hpo.schedules._synchronous import SyncHyperband, SyncSuccessiveHa
 __all__ = [
     "Decision",
     "Job",
+    "Minimize",
     "PromotionASHA",
     "PromotionHyperband",
     "Schedule",
@@ -45,5 +56,6 @@ __all__ = [
     "SyncHyperband",
     "SyncSuccessiveHalving",
     "TrialView",
+    "Value",
     "promotable",
 ]

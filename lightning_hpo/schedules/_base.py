@@ -20,20 +20,25 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from lightning_hpo import rungs
 from lightning_hpo.errors import argument_int
+from lightning_hpo.pareto import dominates, is_finite_point, pareto_order
 
 __all__ = [
     "FINISHED",
     "Decision",
     "Job",
     "JobKind",
+    "Minimize",
     "Schedule",
     "State",
     "TrialView",
+    "Value",
+    "above_for_ever",
     "check_call",
+    "check_minimize",
     "decision_of",
     "first_interrupted",
     "has_tickets",
@@ -50,6 +55,10 @@ _STATES: tuple[str, ...] = get_args(State)
 FINISHED = frozenset({"complete", "pruned", "fail"})
 JobKind = Literal["start", "resume", "wait", "done"]
 _JOB_KINDS: tuple[str, ...] = get_args(JobKind)
+#: Per objective, whether lower is better: a bool for one objective, a tuple for several.
+Minimize = bool | tuple[bool, ...]
+#: A trial's value at an epoch: a number, or one number per objective.
+Value = float | tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,7 @@ class TrialView:
         epoch: epochs done: for a paused trial, the epochs in its checkpoint; for a running one,
             its last report (0 before the first).
         values: intermediate values by epoch (steps from 1); may hold epochs that are no rung.
+            In a study with several objectives, a tuple of values per epoch.
         group: synchronous schedules: the trial's round; promotion Hyperband: its bracket;
             otherwise ``None``.
         target: a running trial: the epoch its segment trains to; a paused one: the epoch it
@@ -78,7 +88,7 @@ class TrialView:
     number: int
     state: State
     epoch: int = 0
-    values: Mapping[int, float] = field(default_factory=dict)
+    values: Mapping[int, Value] = field(default_factory=dict)
     group: int | None = None
     target: int | None = None
 
@@ -256,9 +266,72 @@ def reached_top(trials: Iterable[TrialView], max_resource: int) -> bool:
     return any(t.state == "complete" or max_resource in t.values for t in trials)
 
 
-def ranked(values: Mapping[int, float], minimize: bool) -> list[int]:
-    """Trial numbers best first; NaN and infinite values last; ties by lower number."""
-    return sorted(values, key=lambda number: rank_key(number, values[number], minimize))
+def check_minimize(minimize: Any) -> Minimize:
+    """``minimize`` validated: ``True``/``False``, or a tuple of them for several objectives (a
+    tuple of one is its bool).
+
+    Raises:
+        ValueError: anything else, naming ``minimize``.
+
+    Example::
+
+        >>> check_minimize(False), check_minimize([True, False]), check_minimize((True,))
+        (False, (True, False), True)
+    """
+    if isinstance(minimize, bool):
+        return minimize
+    if (isinstance(minimize, (tuple, list)) and minimize
+            and all(isinstance(m, bool) for m in minimize)):
+        return minimize[0] if len(minimize) == 1 else tuple(minimize)
+    raise ValueError(f"The value of `minimize` is {minimize!r}, but must be True or False, or a "
+                     "tuple of them (one per objective).")
+
+
+def ranked(values: Mapping[int, Value | None], minimize: Minimize) -> list[int]:
+    """Trial numbers best first; NaN, infinite and missing values last; ties by lower number.
+
+    With several objectives (``minimize`` a tuple) the order is
+    :func:`lightning_hpo.pareto.pareto_order`: Pareto fronts, an epsilon-net within each.
+
+    Example::
+
+        >>> ranked({0: (0.5, 0.5), 1: (0.7, 0.7), 2: (0.1, 0.9), 3: None}, (True, True))
+        [2, 0, 1, 3]
+    """
+    if isinstance(minimize, tuple):
+        return pareto_order(_points(values, len(minimize)), minimize)
+    return sorted(values, key=lambda number: rank_key(
+        number, values[number], minimize))  # type: ignore[arg-type]
+
+
+def above_for_ever(values: Mapping[int, Value | None], number: int, minimize: Minimize) -> int:
+    """How many trials rank above ``number`` at a rung however many more values come.
+
+    One objective: those ranked above it now (a value never leaves a rung, and a new one above
+    it pushes it down, never up). Several: those that dominate it (their order within a front
+    can change as values arrive, dominance cannot). A trial with no finite value: all others.
+
+    Example::
+
+        >>> above_for_ever({0: 0.1, 1: 0.2, 2: 0.3}, 2, True)
+        2
+        >>> above_for_ever({0: (0.1, 0.9), 1: (0.2, 0.2), 2: (0.3, 0.3)}, 2, (True, True))
+        1
+    """
+    if not isinstance(minimize, tuple):
+        return ranked(values, minimize).index(number)
+    points = _points(values, len(minimize))
+    if not is_finite_point(points[number]):
+        return len(points) - 1
+    return sum(1 for other, point in points.items()
+               if other != number and is_finite_point(point)
+               and dominates(point, points[number], minimize))
+
+
+def _points(values: Mapping[int, Value | None], size: int) -> dict[int, tuple[float, ...]]:
+    nan = (math.nan,) * size
+    return {n: nan if v is None or isinstance(v, (int, float)) else tuple(v)
+            for n, v in values.items()}
 
 
 def rank_key(number: int, value: float | None, minimize: bool) -> tuple[int, float, int]:

@@ -19,14 +19,17 @@ from lightning_hpo.errors import argument_bool, argument_int
 from lightning_hpo.schedules._base import (
     Decision,
     Job,
+    Minimize,
     Schedule,
     TrialView,
+    Value,
+    above_for_ever,
     check_call,
+    check_minimize,
     decision_of,
     first_interrupted,
     has_tickets,
     ladder_of,
-    rank_key,
     ranked,
     reached_top,
 )
@@ -35,23 +38,24 @@ __all__ = ["PromotionASHA", "PromotionHyperband", "promotable"]
 
 
 def promotable(
-    values_at_rung: Mapping[int, float],
+    values_at_rung: Mapping[int, Value],
     paused: Collection[int],
     reduction_factor: int,
-    minimize: bool,
+    minimize: Minimize,
 ) -> list[int]:
     """Promotion-type ASHA's choice on one rung: the paused trials in its top ``floor(n / eta)``.
 
     Li et al., MLSys 2020, Algorithm 2: of the ``n`` trials with a value at the rung, the best
     ``floor(n / reduction_factor)`` are candidates, and those not yet promoted (here: ``paused``
     at this rung) may be promoted. Ranked best first; ties go to the lower trial number; NaN and
-    infinite values rank last.
+    infinite values rank last. With several objectives (``minimize`` a tuple, values tuples)
+    the order is :func:`lightning_hpo.pareto.pareto_order` (multi-objective ASHA).
 
     Args:
         values_at_rung: each trial's value at the rung, by trial number.
         paused: trial numbers paused at this rung, not yet promoted; others are ignored.
         reduction_factor: ``eta`` (``>= 2``).
-        minimize: lower values are better; ``False``: higher are.
+        minimize: lower values are better; ``False``: higher are; a tuple, per objective.
 
     Example::
 
@@ -83,11 +87,11 @@ class _Promotion(Schedule):
     _grouped = False  # whether a start job carries the new trial's bracket
 
     def __init__(
-        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool,
+        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: Minimize,
         max_paused: int | None = None, finish_best: bool = True,
     ) -> None:
         self._levels = ladder_of(min_resource, max_resource, reduction_factor)
-        argument_bool("minimize", minimize)
+        minimize = check_minimize(minimize)
         if max_paused is not None:
             argument_int("max_paused", max_paused, 1)
         argument_bool("finish_best", finish_best)
@@ -181,7 +185,7 @@ class _Promotion(Schedule):
         if not self.finish_best or tickets is None or reached_top(trials, self.max_resource):
             return None
         ladders = self.ladders()
-        candidates: list[tuple[float | None, _Finisher]] = []  # (value at its rung, finisher)
+        candidates: list[tuple[Value | None, _Finisher]] = []  # (value at its rung, finisher)
         for b, members in enumerate(brackets):
             levels = ladders[b]
             for k, level in enumerate(levels[:-1]):
@@ -189,9 +193,10 @@ class _Promotion(Schedule):
                                for t in members if _paused_at(t, levels, k)]
         if not candidates:
             return None
-        _, best = min(candidates, key=lambda c: (
-            -c[1].level, rank_key(c[1].number, c[0], self.minimize)))
-        return best
+        top = max(finisher.level for _, finisher in candidates)
+        at_top = {f.number: (value, f) for value, f in candidates if f.level == top}
+        best = ranked({n: value for n, (value, _) in at_top.items()}, self.minimize)[0]
+        return at_top[best][1]
 
     def _beyond_limit(
         self, brackets: list[list[TrialView]], prune: Mapping[int, str], resumed: int | None,
@@ -242,7 +247,8 @@ class _Promotion(Schedule):
         ``n_max`` = the values at the rung now, plus every trial of the bracket that may still
         reach it (running, waiting or paused below it), plus every ticket. Values at a rung are
         never removed, so the trials ranked above one (strictly better, or tied and earlier)
-        only grow: once they are ``>= n_max // eta``, it can never be promoted. ``keep`` (the
+        only grow: once they are ``>= n_max // eta``, it can never be promoted. With several
+        objectives only the trials that dominate it count (:func:`above_for_ever`). ``keep`` (the
         finisher) is never pruned: ``finish_best`` will resume it.
         """
         ladders = self.ladders()
@@ -260,9 +266,9 @@ class _Promotion(Schedule):
                             and t.number not in prune)
                 n_max = len(values) + below + tickets
                 # rank keys are unique (the trial number breaks ties): position = trials above
-                position = {number: i for i, number in enumerate(ranked(values, self.minimize))}
                 for trial in waiting_here:
-                    above = position.get(trial.number, len(values))  # no value: never ranks
+                    above = (above_for_ever(values, trial.number, self.minimize)
+                             if trial.number in values else len(values))  # no value: never ranks
                     if above >= n_max // eta and trial.number != keep:
                         prune[trial.number] = (
                             f"cannot be promoted at rung {level}: {above} rank above it, and at "
@@ -303,7 +309,8 @@ class PromotionASHA(_Promotion):
         max_resource: the last rung, in epochs (``>= min_resource``); a trial reaching it is
             complete.
         reduction_factor: promote one in ``reduction_factor`` at each rung (``>= 2``).
-        minimize: lower values are better; ``False``: higher are.
+        minimize: lower values are better; ``False``: higher are; a tuple of them for several
+            objectives (values are then tuples, ranked by Pareto fronts).
         max_paused: keep at most this many trials paused at a rung (``>= 1``; their
             checkpoints are on disk): beyond it the least promotable are pruned. ``None``: no
             bound (the paper's algorithm; with only a wall-clock budget, every trial ever
@@ -333,8 +340,8 @@ class PromotionASHA(_Promotion):
     name = "promotion_asha"
 
     def __init__(
-        self, min_resource: int, max_resource: int, reduction_factor: int, minimize: bool = True,
-        max_paused: int | None = None, finish_best: bool = True,
+        self, min_resource: int, max_resource: int, reduction_factor: int,
+        minimize: Minimize = True, max_paused: int | None = None, finish_best: bool = True,
     ) -> None:
         super().__init__(min_resource, max_resource, reduction_factor, minimize, max_paused,
                          finish_best)
@@ -372,7 +379,8 @@ class PromotionHyperband(_Promotion):
         min_resource: the first rung of bracket 0, in epochs (``>= 1``).
         max_resource: every bracket's last rung, in epochs (``>= min_resource``).
         reduction_factor: promote one in ``reduction_factor`` at each rung (``>= 2``).
-        minimize: lower values are better; ``False``: higher are.
+        minimize: lower values are better; ``False``: higher are; a tuple of them for several
+            objectives (values are then tuples, ranked by Pareto fronts).
         study_name: the Optuna study's name (brackets hash it with the trial number).
         max_paused: as :class:`PromotionASHA`'s, over all brackets.
         finish_best: as :class:`PromotionASHA`'s, over all brackets (``False``: Algorithm 2 in
@@ -399,7 +407,7 @@ class PromotionHyperband(_Promotion):
         min_resource: int,
         max_resource: int,
         reduction_factor: int,
-        minimize: bool = True,
+        minimize: Minimize = True,
         study_name: str = "",
         max_paused: int | None = None,
         finish_best: bool = True,

@@ -19,14 +19,16 @@ from lightning_hpo.schedules._base import (
     FINISHED,
     Decision,
     Job,
+    Minimize,
     Schedule,
     TrialView,
     check_call,
+    check_minimize,
     decision_of,
     first_interrupted,
     has_tickets,
     ladder_of,
-    rank_key,
+    ranked,
     reached_top,
 )
 
@@ -53,13 +55,13 @@ class _Synchronous(Schedule):
         reduction_factor: int,
         prefact: int,
         resume: bool,
-        minimize: bool,
+        minimize: Minimize,
         finish_best: bool,
     ) -> None:
         self._levels = ladder_of(min_resource, max_resource, reduction_factor)
         argument_int("prefact", prefact, 1)
         argument_bool("resume", resume)
-        argument_bool("minimize", minimize)
+        minimize = check_minimize(minimize)
         argument_bool("finish_best", finish_best)
         self.min_resource = min_resource
         self.max_resource = max_resource
@@ -140,9 +142,9 @@ class _Synchronous(Schedule):
             resumable = [t for t in admitted if t.at_rung and t.epoch < level]
             if resumable:
                 previous = levels[k - 1] if k else None
-                best = min(resumable, key=lambda t: rank_key(
-                    t.number, None if previous is None else t.values.get(previous), self.minimize))
-                state.resume = Job("resume", trial=best.number, to_epoch=level,
+                best = ranked({t.number: None if previous is None else t.values.get(previous)
+                               for t in resumable}, self.minimize)[0]
+                state.resume = Job("resume", trial=best, to_epoch=level,
                                    from_scratch=k > 0 and not self.resume)
                 return state
             if k == 0 and not closed:
@@ -154,16 +156,17 @@ class _Synchronous(Schedule):
             if k == len(levels) - 1:
                 return state
             keep = _kept(len(admitted), eta, finish=cut_short)
-            ranked = sorted(admitted, key=lambda t: rank_key(
-                t.number, t.values.get(level), self.minimize))
-            for trial in ranked[keep:]:
+            by_number = {t.number: t for t in admitted}
+            order = [by_number[n] for n in ranked(
+                {t.number: t.values.get(level) for t in admitted}, self.minimize)]
+            for trial in order[keep:]:
                 if trial.at_rung:
                     state.prune[trial.number] = (
                         f"not promoted at rung {level} (round {index}: {keep} of "
                         f"{len(admitted)} go on)")
             if keep == 0:
                 return state
-            admitted = ranked[:keep]
+            admitted = order[:keep]
         return state
 
 
@@ -193,7 +196,8 @@ class SyncSuccessiveHalving(_Synchronous):
         prefact: configurations per round, as a multiple of ``reduction_factor**K`` (``>= 1``).
         resume: continue promoted trials from their checkpoint; ``False`` retrains them from
             epoch 0, as the textbook code does (58 instead of 34 epochs for rungs 2, 4, 8, 10).
-        minimize: lower values are better; ``False``: higher are.
+        minimize: lower values are better; ``False``: higher are; a tuple of them for several
+            objectives (values are then tuples, ranked by Pareto fronts).
         finish_best: a last round cut short by the tickets keeps at least its best at each rung
             while no trial has reached ``max_resource`` (see above); ``False``: ``floor(held /
             eta)``, the textbook rule.
@@ -225,7 +229,7 @@ class SyncSuccessiveHalving(_Synchronous):
         reduction_factor: int,
         prefact: int = 1,
         resume: bool = True,
-        minimize: bool = True,
+        minimize: Minimize = True,
         finish_best: bool = True,
     ) -> None:
         super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize,
@@ -259,7 +263,8 @@ class SyncHyperband(_Synchronous):
         reduction_factor: keep one in ``reduction_factor`` at each rung (``>= 2``).
         prefact: multiplies every bracket's configurations (``>= 1``).
         resume: continue promoted trials from their checkpoint (``False``: retrain).
-        minimize: lower values are better; ``False``: higher are.
+        minimize: lower values are better; ``False``: higher are; a tuple of them for several
+            objectives (values are then tuples, ranked by Pareto fronts).
         finish_best: as :class:`SyncSuccessiveHalving`'s, for the last round's bracket.
 
     Raises:
@@ -283,7 +288,7 @@ class SyncHyperband(_Synchronous):
         reduction_factor: int,
         prefact: int = 1,
         resume: bool = True,
-        minimize: bool = True,
+        minimize: Minimize = True,
         finish_best: bool = True,
     ) -> None:
         super().__init__(min_resource, max_resource, reduction_factor, prefact, resume, minimize,
