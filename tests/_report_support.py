@@ -1,7 +1,7 @@
 """What the report tests (``tests/test_report_*.py``) share: studies with exactly what the
 launcher writes, simulated in-process (ASHA trials on two slots; paused trials and training
-segments; segment entries left open), the fixtures that make them, and helpers that count what a
-figure drew.
+segments; segment entries left open; several objectives), the fixtures that make them, and
+helpers that count what a figure drew.
 
 A test module requests these fixtures by binding them to its own names (pytest finds fixtures
 among a module's names)::
@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.pruners import ASHAPruner
 from lightning_hpo.report import load
 from lightning_hpo.rungs import rung_levels
-from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
+from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR, with_objective_values
 from lightning_hpo.storage import open_storage
 
 T0 = 1_700_000_000.0  # unix seconds: when the first simulated trial starts
@@ -366,3 +367,91 @@ def make_open_segment_study(storage: str) -> optuna.Study:
 @pytest.fixture
 def open_study(tmp_path: Path) -> optuna.Study:
     return make_open_segment_study(f"sqlite:///{tmp_path / 'open.db'}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Several objectives: a study as the launcher and the PruningCallback leave it
+
+
+#: The objectives of the multi-objective studies, both minimised.
+MO_METRICS = ("validation_error", "latency_ms")
+MO_CONFIG = dict(CONFIG, study="mo", metric=list(MO_METRICS), direction=["minimize", "minimize"],
+                 pruner={"name": "asha", "min_resource": 1, "max_resource": 3,
+                         "reduction_factor": 3},
+                 trainer={"max_epochs": 3})
+
+
+@dataclass(frozen=True)
+class MoSpec:
+    """One simulated trial of a study with several objectives: its state and its values after
+    each epoch (a COMPLETE trial returns its last ones)."""
+
+    state: TrialState
+    points: tuple[tuple[float, ...], ...]
+    lr: float
+
+
+#: Trial 0, 1 and 5 end on the Pareto front of final values, 3 behind 0; 4 was PRUNED at epoch
+#: 2 with the lowest latency of all (on the front of every value reported); 6 FAILed; 7 is still
+#: RUNNING (its values written each epoch, its times not yet).
+MO_SCENARIO = (
+    MoSpec(TrialState.COMPLETE, ((0.5, 20.0), (0.3, 20.0), (0.2, 20.0)), 0.1),
+    MoSpec(TrialState.COMPLETE, ((0.6, 10.0), (0.4, 10.0), (0.35, 10.0)), 0.2),
+    MoSpec(TrialState.PRUNED, ((0.7, 30.0),), 0.9),
+    MoSpec(TrialState.COMPLETE, ((0.45, 25.0), (0.3, 25.0), (0.25, 25.0)), 0.3),
+    MoSpec(TrialState.PRUNED, ((0.5, 5.0), (0.45, 5.0)), 0.05),
+    MoSpec(TrialState.COMPLETE, ((0.8, 8.0), (0.5, 8.0), (0.4, 8.0)), 0.15),
+    MoSpec(TrialState.FAIL, ((0.9, 40.0),), 0.5),
+    MoSpec(TrialState.RUNNING, ((0.55, 12.0),), 0.02),
+)
+
+
+def make_mo_study(
+    storage: str | optuna.storages.BaseStorage,
+    name: str = "mo",
+    *,
+    scenario: tuple[MoSpec, ...] = MO_SCENARIO,
+    metrics: tuple[str, ...] = MO_METRICS,
+    directions: tuple[str, ...] = ("minimize", "minimize"),
+    epoch_s: float = EPOCH_S,
+    slots: int = 2,
+) -> optuna.Study:
+    """A study with several objectives, asked and told as the launcher does, simulated on
+    ``slots`` slots in-process: each epoch's values in ``objective_values`` (the ASHA pruner of
+    :data:`MO_CONFIG` deciding on each, which writes its vector rung records), the launcher's
+    times and slots, Optuna's metric names, and the config with the metric and direction lists.
+    """
+    if isinstance(storage, str):
+        storage = open_storage(storage)
+    study = optuna.create_study(study_name=name, storage=storage, directions=list(directions))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(list(metrics))
+    study.set_user_attr(CONFIG_ATTR, json.dumps(dict(
+        MO_CONFIG, study=name, metric=list(metrics), direction=list(directions))))
+    pruner = ASHAPruner(min_resource=1, max_resource=3, reduction_factor=3)
+    free = [T0 + slot * 0.05 for slot in range(slots)]
+    for spec in scenario:
+        slot = min(range(slots), key=lambda s: free[s])
+        start = free[slot]
+        times = [start + SETUP_S + epoch_s * (k + 1) for k in range(len(spec.points))]
+        end = times[-1] + 0.05
+        free[slot] = end + GAP_S
+        study.enqueue_trial({"lr": spec.lr})
+        trial = study.ask({"lr": DISTRIBUTIONS["lr"]})
+        for key, value in {ATTR.SLOT: slot, ATTR.DEVICE: f"cpu:{slot}", ATTR.HOST: "box",
+                           ATTR.START: start}.items():
+            trial.set_user_attr(key, value)
+        for epoch, point in enumerate(spec.points, 1):
+            trial.set_user_attr(ATTR.OBJECTIVE_VALUES, with_objective_values(trial, epoch, point))
+            pruner.prune(study, study.get_trials(deepcopy=False)[trial.number])
+        if spec.state == TrialState.RUNNING:
+            continue
+        for key, value in {ATTR.END: end, ATTR.EPOCHS: len(spec.points),
+                           ATTR.EPOCH_END_TIMES: times}.items():
+            trial.set_user_attr(key, value)
+        if spec.state == TrialState.COMPLETE:
+            study.tell(trial, list(spec.points[-1]))
+        else:
+            study.tell(trial, state=spec.state)
+    return study

@@ -15,8 +15,10 @@ journal = _report_support.journal
 
 
 REPORT_DIR = Path(__file__).resolve().parents[1] / "lightning_hpo" / "report"
-#: What the report may import of the package: the storage side only.
-STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo._rung_store", "lightning_hpo.errors",
+#: What the report may import of the package: the storage side only, and the pure helpers
+#: (rung arithmetic, Pareto fronts and hypervolume).
+STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo._rung_store",
+                "lightning_hpo._rung_vectors", "lightning_hpo.errors", "lightning_hpo.pareto",
                 "lightning_hpo.rungs", "lightning_hpo.schema", "lightning_hpo.storage",
                 "lightning_hpo._lazy"}  # the last: names imported on first use (no I/O)
 

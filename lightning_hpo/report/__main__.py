@@ -7,8 +7,14 @@ Examples::
     python -m lightning_hpo.report --storage sqlite:///runs/all.db --compare asha random
     python -m lightning_hpo.report --compare asha@runs/asha.journal rs@runs/rs.journal
 
-Bad input (unreachable storage, unknown or empty study) prints one line naming the field, with
-any password masked, and exits with code 2.
+A study with several objectives gets its trials ranked by Pareto front, the Pareto-optimal
+trials and the hypervolume (with its reference point) in place of the best value, and
+pareto.png, hypervolume.png and one learning_curves_<metric>.png per objective; --compare
+compares such studies by hypervolume, with one reference point shared by all of them.
+
+Bad input (unreachable storage, unknown or empty study, a study with one objective compared with
+one with several) prints one line naming the field, with any password masked, and exits with
+code 2.
 """
 
 from __future__ import annotations
@@ -42,7 +48,13 @@ def _parser() -> argparse.ArgumentParser:
         "segments), and four plots: incumbent trajectory, learning curves, rungs (one panel\n"
         "per bracket), worker timeline (one bar per segment). With --compare, overlay several\n"
         "studies' incumbent trajectories and show the time and epochs each took to reach the\n"
-        "others' best.",
+        "others' best.\n\n"
+        "A study with several objectives (Optuna's directions=[...]): trials ranked by Pareto\n"
+        "front, the Pareto-optimal trials and the hypervolume with its reference point,\n"
+        "hypervolume.csv, and the plots pareto.png (front of the first two objectives),\n"
+        "hypervolume.png (over wall-clock) and learning_curves_<metric>.png per objective.\n"
+        "With --compare, such studies are compared by hypervolume over wall-clock and epochs,\n"
+        "with one reference point computed from every study compared.",
         epilog="examples:\n"
         "  python -m lightning_hpo.report --storage runs/quickstart.journal\n"
         "  python -m lightning_hpo.report --storage sqlite:///runs/all.db --study lenet-asha "
@@ -127,6 +139,33 @@ def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
     return lines
 
 
+def _trial_list(numbers: list[int], limit: int = 12) -> str:
+    """``trials 0, 3, 6`` (the first ``limit``, then ``...``)."""
+    shown = ", ".join(map(str, numbers[:limit])) + (", ..." if len(numbers) > limit else "")
+    return f"trial{'s' if len(numbers) > 1 else ''} {shown}"
+
+
+def _reference_words(metrics: tuple[str, ...], reference: tuple[float, ...]) -> str:
+    return ", ".join(f"{m}={_fmt(r)}" for m, r in zip(metrics, reference, strict=True))
+
+
+def _pareto_lines(summary: dict[str, Any], info: Any) -> list[str]:
+    """A study with several objectives in words: its Pareto-optimal trials and hypervolume."""
+    complete, any_epoch = summary["pareto_complete_trials"], summary["pareto_trials"]
+    if summary["reference"] is None:
+        return ["Pareto front: no finite values reported yet"]
+    done = (f"{len(complete)} COMPLETE trial(s) by their final values ({_trial_list(complete)})"
+            if complete else "no COMPLETE trial yet")
+    lines = [f"Pareto-optimal: {done}; {len(any_epoch)} trial(s) by the values reported at any "
+             f"epoch ({_trial_list(any_epoch)})"]
+    lines.append(
+        f"Hypervolume: {_fmt(summary['hypervolume'])} (values at any epoch), "
+        f"{_fmt(summary['hypervolume_complete'])} (COMPLETE trials' final values); reference "
+        f"point {_reference_words(info.metrics, summary['reference'])} (each objective's worst "
+        "value plus a tenth of its range)")
+    return lines
+
+
 def _paused_words(trial: Any) -> str:
     """``trial 3 at epoch 4 (rung 4)``: a paused trial, where and why it waits."""
     pause = trial.paused
@@ -144,6 +183,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
 
     from lightning_hpo.report import (
         RANK_ORDER,
+        RANK_ORDER_FRONTS,
         STATUSES,
         StudySnapshot,
         limitations,
@@ -167,15 +207,22 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     info, summary, trials = snap.info, summarize(snap), trials_frame(snap)
     pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} epochs"
                if info.rungs else "")
-    console.print(f"Study '{info.name}' on {mask(args.storage)}: {info.direction} "
-                  f"{info.metric}{pruning}")
+    what = (f"{len(info.metrics)} objectives: {info.objectives}" if info.several
+            else f"{info.direction} {info.metric}")
+    console.print(f"Study '{info.name}' on {mask(args.storage)}: {what}{pruning}")
     ranked = trials.dropna(subset=["rank"]).sort_values("rank")
     shown = ranked.head(max(args.top, 0))
-    table = Table(title=f"Best {len(shown)} of {len(trials)} started trials, {RANK_ORDER}",
+    order = RANK_ORDER_FRONTS if info.several else RANK_ORDER
+    table = Table(title=f"Best {len(shown)} of {len(trials)} started trials, {order}",
                   header_style="bold", title_justify="left")
-    best_column = f"best {info.metric}\n@ epoch"
-    for column in ("rank", "trial", "state", "epochs", best_column, "final/last", "duration",
-                   "params"):
+    if info.several:
+        values = [f"{metric}\nfinal/last" for metric in info.metrics]
+        columns = ("rank", "trial", "state", "epochs", "front\nfinal", "best front\n@ epoch",
+                   *values, "duration", "params")
+    else:
+        columns = ("rank", "trial", "state", "epochs", f"best {info.metric}\n@ epoch",
+                   "final/last", "duration", "params")
+    for column in columns:
         if column == "params":
             table.add_column(column, min_width=24, overflow="fold")
         else:
@@ -189,13 +236,22 @@ def _report(args: argparse.Namespace, console: Console) -> None:
             state.append(" (budget)", style="dim")
         if row["paused"] and pd.notna(row["paused_epoch"]):  # the epoch it resumes from
             state.append(f" @ {row['paused_epoch']}", style="dim")
-        best = Text(_fmt(row["best_value"]))
-        if pd.notna(row["best_step"]):
-            best.append(f" @ {row['best_step']}", style="dim")
-        last = row["value"] if row["state"] == "COMPLETE" else row["last_value"]
+        if info.several:
+            best = Text(_fmt(row["best_front"]))
+            if pd.notna(row["best_front_step"]):
+                best.append(f" @ {row['best_front_step']}", style="dim")
+            prefix = "values_" if row["state"] == "COMPLETE" else "last_"
+            front = "-" if pd.isna(row["front"]) else str(int(row["front"]))
+            cells: list[Any] = [front, best,
+                                *(_fmt(row[f"{prefix}{m}"]) for m in info.metrics)]
+        else:
+            best = Text(_fmt(row["best_value"]))
+            if pd.notna(row["best_step"]):
+                best.append(f" @ {row['best_step']}", style="dim")
+            last = row["value"] if row["state"] == "COMPLETE" else row["last_value"]
+            cells = [best, _fmt(last)]
         table.add_row(
-            str(int(row["rank"])), str(row["trial"]), state, str(row["epochs"]), best,
-            _fmt(last),
+            str(int(row["rank"])), str(row["trial"]), state, str(row["epochs"]), *cells,
             status.lower() if status in ("RUNNING", "PAUSED") else _duration(row["duration_s"]),
             _params(row, param_columns),
         )
@@ -212,7 +268,8 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         console.print("Paused (RUNNING in Optuna, resumed from their checkpoint by the next "
                       "run): " + "; ".join(_paused_words(t) for t in paused[:8])
                       + ("; ..." if len(paused) > 8 else ""))
-    for line in _best_lines(summary, info.metric):
+    lines = _pareto_lines(summary, info) if info.several else _best_lines(summary, info.metric)
+    for line in lines:
         console.print(line)
     slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
     device_s = summary["device_seconds"]
@@ -241,6 +298,10 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
     metrics = {s.info.metric for s in snaps.values()}
     out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(snaps))
     paths = write_compare(comparison, out)
+    if comparison.several:
+        _compare_hypervolumes(comparison, console)
+        console.print(f"Wrote {out}/: {', '.join(paths)}")
+        return
     pairs = comparison.pairs
     info = comparison.info
     overview = Table(title=f"Studies compared ({info.direction} {info.metric}; best: reported "
@@ -253,14 +314,50 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
                          _duration(summary["wall_clock_s"]), str(summary["epochs"]),
                          f"{summary['device_seconds']:.1f}")
     console.print(overview)
-    table = Table(title="Time and compute to reach another study's final best (vs what that "
+    console.print(_pairs_table(pairs, "best", "target_best"))
+    if len(metrics) > 1:
+        console.print(f"note: the studies report different metrics: {', '.join(sorted(metrics))}")
+    console.print(f"Wrote {out}/: {', '.join(paths)}")
+
+
+def _compare_hypervolumes(comparison: Any, console: Console) -> None:
+    """The --compare tables of studies with several objectives: each study's hypervolume, and
+    the time and compute each took to reach every other's final hypervolume."""
+    from lightning_hpo.report import summarize
+
+    info, reference = comparison.info, comparison.reference
+    hvs = comparison.hypervolumes
+    words = _reference_words(info.metrics, reference)
+    overview = Table(title=f"Studies compared ({info.objectives}; hypervolume of every value "
+                     "reported at any epoch, one reference point for all)",
+                     header_style="bold", title_justify="left")
+    for column in ("study", "trials", "Pareto-optimal\nCOMPLETE", "hypervolume",
+                   "wall-clock", "epochs", "device-s"):
+        overview.add_column(column, justify="left" if column == "study" else "right")
+    for label, snap in comparison.snapshots.items():
+        summary = summarize(snap)
+        final = hvs.loc[hvs["study"] == label, "hypervolume"]
+        overview.add_row(label, str(len(snap.trials)),
+                         str(len(summary["pareto_complete_trials"])), _fmt(float(final.iloc[-1])),
+                         _duration(summary["wall_clock_s"]), str(summary["epochs"]),
+                         f"{summary['device_seconds']:.1f}")
+    console.print(overview)
+    console.print(f"Reference point (shared by every study): {words} (each objective's worst "
+                  "value over all of them plus a tenth of its range)")
+    console.print(_pairs_table(comparison.pairs, "hypervolume", "target_hypervolume"))
+
+
+def _pairs_table(pairs: Any, what: str, target_column: str) -> Table:
+    """:func:`~lightning_hpo.report.compare`'s pairs: the time and compute each study took to
+    reach another's final ``what`` (its ``target_column``)."""
+    table = Table(title=f"Time and compute to reach another study's final {what} (vs what that "
                   "study itself needed)",
                   header_style="bold", title_justify="left")
     for column in ("study", "to reach", "time", "speed-up", "epochs", "epochs ratio"):
         table.add_column(column, justify="left" if column in ("study", "to reach") else "right",
                          no_wrap=True)
     for _, row in pairs.iterrows():
-        target = f"{row['target']}'s {_fmt(row['target_best'])}"
+        target = f"{row['target']}'s {_fmt(row[target_column])}"
         if not row["reached"]:
             table.add_row(row["study"], target, Text("never", style="red"), "-", "-", "-")
             continue
@@ -270,10 +367,7 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
             f"{_fmt(row['time_speedup'], 3)}x",
             f"{row['epochs']} (vs {row['target_epochs']})", f"{_fmt(row['epochs_speedup'], 3)}x",
         )
-    console.print(table)
-    if len(metrics) > 1:
-        console.print(f"note: the studies report different metrics: {', '.join(sorted(metrics))}")
-    console.print(f"Wrote {out}/: {', '.join(paths)}")
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,15 @@ def best_config_source(study: Any) -> tuple[int, Path]:
 
     Raises:
         ConfigError: ``best-config`` when no trial is COMPLETE, or the best one wrote no
-            ``config.yaml`` (a study of registry models, or its folder is not on this machine).
+            ``config.yaml`` (a study of registry models, or its folder is not on this machine),
+            or the study has several objectives (no single best trial: its Pareto-optimal
+            trials are in the report's ``trials.csv``, ``front`` 0, each with its ``log_dir``).
     """
+    if len(study.directions) > 1:
+        raise ConfigError("best-config", f"study '{study.study_name}' has "
+                          f"{len(study.directions)} objectives, so no single best trial: pick "
+                          "one on its Pareto front (the report's trials.csv: front 0) and copy "
+                          f"the {CONFIG_NAME} in its folder (its log_dir attribute)")
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     if not complete:
         raise ConfigError("best-config", f"study '{study.study_name}' has no COMPLETE trial yet")

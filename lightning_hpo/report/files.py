@@ -9,6 +9,7 @@ turn a folder that cannot be written into :class:`~lightning_hpo.errors.ConfigEr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from matplotlib.figure import Figure
@@ -17,14 +18,18 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.report.comparison import Comparison, Studies
 from lightning_hpo.report.plots import (
     plot_compare,
+    plot_compare_hypervolume,
+    plot_hypervolume,
     plot_incumbent,
     plot_learning_curves,
+    plot_pareto,
     plot_rungs,
     plot_timeline,
 )
 from lightning_hpo.report.snapshot import Source, StudySnapshot
 from lightning_hpo.report.tables import (
     curves_frame,
+    hypervolume_frame,
     incumbent_frame,
     rungs_frame,
     segments_frame,
@@ -46,6 +51,13 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     ``incumbent.png``, ``learning_curves.png``, ``rungs.png`` (one panel per bracket) and
     ``timeline.png`` where the study has what they need (see
     :func:`~lightning_hpo.report.limitations`).
+
+    A study with several objectives has ``hypervolume.csv``
+    (:func:`~lightning_hpo.report.hypervolume_frame`) in place of ``incumbent.csv``, and the
+    plots ``pareto.png`` (:func:`~lightning_hpo.report.plot_pareto`), ``hypervolume.png``
+    (:func:`~lightning_hpo.report.plot_hypervolume`) and one
+    ``learning_curves_<metric>.png`` per objective in place of ``incumbent.png`` and
+    ``learning_curves.png``.
 
     Args:
         source: the study, or its snapshot.
@@ -70,24 +82,38 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     snap.require_trials()
     out = _out_dir(out_dir)
     info = snap.info
-    trials, curves, inc = trials_frame(snap), curves_frame(snap), incumbent_frame(snap)
+    trials, curves = trials_frame(snap), curves_frame(snap)
     rungs = rungs_frame(snap) if info.brackets else None
     segments = segments_frame(snap)
-    tables = {"trials.csv": trials, "curves.csv": curves, "incumbent.csv": inc}
+    figures: dict[str, Figure] = {}
+    tables = {"trials.csv": trials, "curves.csv": curves}
+    until_s = float(trials["end_s"].max(skipna=True))
+    if info.several:
+        hv = hypervolume_frame(snap)
+        tables["hypervolume.csv"] = hv
+        if not trials[["front", "best_front"]].isna().all(axis=None):
+            figures["pareto.png"] = plot_pareto(trials, info, reference=snap.reference)
+        if hv["improved"].any():
+            figures["hypervolume.png"] = plot_hypervolume(hv, info, until_s=until_s)
+        if not curves.empty:
+            for k, metric in enumerate(info.metrics):
+                figures[f"learning_curves_{_safe(metric)}.png"] = plot_learning_curves(
+                    curves, info, trials=trials, objective=k)
+    else:
+        inc = incumbent_frame(snap)
+        tables["incumbent.csv"] = inc
+        improved = inc[inc["improved"]]
+        if not improved.empty:
+            figures["incumbent.png"] = plot_incumbent(inc, info, until_s=until_s)
+        if not curves.empty:
+            best = None if improved.empty else int(improved["best_trial"].iloc[-1])
+            figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best,
+                                                                 trials=trials)
     if rungs is not None:
         tables["rungs.csv"] = rungs
     if any(t.segments for t in snap.trials):
         tables["segments.csv"] = segments
-    figures: dict[str, Figure] = {}
-    improved = inc[inc["improved"]]
-    if not improved.empty:
-        figures["incumbent.png"] = plot_incumbent(
-            inc, info, until_s=float(trials["end_s"].max(skipna=True))
-        )
     if not curves.empty:
-        best = None if improved.empty else int(improved["best_trial"].iloc[-1])
-        figures["learning_curves.png"] = plot_learning_curves(curves, info, best_trial=best,
-                                                             trials=trials)
         figures["rungs.png"] = plot_rungs(curves, info, rungs, trials)
     if segments["slot"].notna().any():
         figures["timeline.png"] = plot_timeline(trials, info, curves, segments)
@@ -107,7 +133,11 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
 def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[str, Path]:
     """Write ``compare.csv`` (:func:`~lightning_hpo.report.compare`), ``incumbents.csv`` (every
     study's incumbent rows with a ``study`` column) and ``compare.png``
-    (:func:`~lightning_hpo.report.plot_compare`).
+    (:func:`~lightning_hpo.report.plot_compare`). Studies with several objectives have
+    ``hypervolumes.csv`` (:attr:`Comparison.hypervolumes
+    <lightning_hpo.report.Comparison.hypervolumes>`, one shared reference point) in place of
+    ``incumbents.csv``, and ``compare.png`` draws their hypervolumes
+    (:func:`~lightning_hpo.report.plot_compare_hypervolume`).
 
     Args:
         studies: the studies or their snapshots (a sequence, or label -> study), or a
@@ -129,14 +159,20 @@ def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[st
     comparison = Comparison.of(studies)
     for snap in comparison.snapshots.values():
         snap.require_trials()
-    pairs, long = comparison.pairs, comparison.incumbents
+    pairs = comparison.pairs
+    if comparison.several:
+        long, name = comparison.hypervolumes, "hypervolumes.csv"
+        fig = plot_compare_hypervolume(long, comparison.info)
+    else:
+        long, name = comparison.incumbents, "incumbents.csv"
+        fig = plot_compare(long, comparison.info)
     out = _out_dir(out_dir)
-    paths = {"compare.csv": out / "compare.csv", "incumbents.csv": out / "incumbents.csv",
+    paths = {"compare.csv": out / "compare.csv", name: out / name,
              "compare.png": out / "compare.png"}
     try:
         pairs.to_csv(paths["compare.csv"], index=False)
-        long.to_csv(paths["incumbents.csv"], index=False)
-        plot_compare(long, comparison.info).savefig(paths["compare.png"])
+        long.to_csv(paths[name], index=False)
+        fig.savefig(paths["compare.png"])
     except OSError as error:
         raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
     return paths
@@ -149,3 +185,8 @@ def _out_dir(out_dir: str | Path) -> Path:
     except OSError as error:
         raise ConfigError("out", f"cannot create {path}: {error.strerror or error}") from None
     return path
+
+
+def _safe(name: str) -> str:
+    """A metric's name as part of a file name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)

@@ -1,4 +1,4 @@
-"""What a study is, beyond its trials: metric, direction, the pruner's rungs and brackets.
+"""What a study is, beyond its trials: metric(s), direction(s), the pruner's rungs and brackets.
 
 Everything comes from what the study itself stores (:mod:`lightning_hpo.schema`), with no
 defaults of the launcher's: the metric and ``trainer.max_epochs`` from the launcher's config
@@ -7,16 +7,26 @@ the rung ladders and Hyperband's bracket budgets from what our pruners write the
 they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`). A study without the
 latter (a plain Optuna study, or one whose trials never reached a rung yet) has no known rungs.
 
+A study with several objectives (Optuna's ``directions=[...]``) names them, in this order of
+preference: Optuna's ``study.metric_names``, the launcher config's ``metric`` list, else
+``value_0``, ``value_1``...; :attr:`StudyInfo.metrics` and :attr:`StudyInfo.directions` hold
+them all, :attr:`StudyInfo.metric` and :attr:`StudyInfo.direction` the first objective's.
+
 Example::
 
     >>> info = StudyInfo("demo", "minimize", pruner="asha", rungs=(1, 3, 9),
     ...                  brackets=((1, 3, 9),))
-    >>> info.better(0.1, 0.2), info.bracket_of(7)
-    (True, 0)
+    >>> info.better(0.1, 0.2), info.bracket_of(7), info.several
+    (True, 0, False)
+    >>> two = StudyInfo("mo", "minimize", metrics=("error", "latency_ms"),
+    ...                 directions=("minimize", "minimize"))
+    >>> two.several, two.metric, two.minimize
+    (True, 'error', (True, True))
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
@@ -26,13 +36,16 @@ from typing import Any, Literal
 import optuna
 
 from lightning_hpo._optuna import storage_of, study_id_of
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.pareto import directions_minimize
 from lightning_hpo.rungs import bracket_of, rung_levels
 from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR
 
-__all__ = ["StudyInfo", "study_info"]
+__all__ = ["Direction", "StudyInfo", "study_info"]
 
 _logger = logging.getLogger(__name__)
+
+#: An objective's direction.
+Direction = Literal["minimize", "maximize"]
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,9 @@ class StudyInfo:
 
     Attributes:
         name: the study name.
-        direction: ``"minimize"`` or ``"maximize"``.
-        metric: the metric name from the launcher config, else ``"value"``.
+        direction: ``"minimize"`` or ``"maximize"`` (with several objectives, the first's).
+        metric: the metric name from the launcher config, else ``"value"`` (with several
+            objectives, the first's).
         pruner: ``"asha"`` or ``"hyperband"`` (as the pruner stored itself; a pausing
             schedule's name, e.g. ``"sync_sh"``, where the launcher stored its ladder the same
             way), ``"none"`` (the launcher config says so), or ``None`` when unknown.
@@ -54,15 +68,21 @@ class StudyInfo:
             ladder per Hyperband bracket, ``()`` without a pruner.
         budgets: Hyperband's per-bracket trial allocation (what assigns a trial to a bracket);
             ``()`` for other pruners.
+        metrics: every objective's name, in the study's order (``(metric,)`` with one);
+            ``metric`` is its first, or it is ``(metric,)`` when not given.
+        directions: every objective's direction, in that order (``(direction,)`` with one);
+            ``direction`` is its first, or it is ``(direction,)`` when not given.
 
     Example::
 
         >>> StudyInfo("demo", "maximize").better(0.9, 0.8)
         True
+        >>> StudyInfo("demo", "maximize", metric="accuracy").metrics
+        ('accuracy',)
     """
 
     name: str
-    direction: Literal["minimize", "maximize"]
+    direction: Direction
     metric: str = "value"
     pruner: str | None = None
     rungs: tuple[int, ...] = ()
@@ -70,6 +90,49 @@ class StudyInfo:
     config: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     brackets: tuple[tuple[int, ...], ...] = ()
     budgets: tuple[int, ...] = ()
+    metrics: tuple[str, ...] = ()
+    directions: tuple[Direction, ...] = ()
+
+    def __post_init__(self) -> None:  # one objective's fields and all objectives' agree
+        for one, every in (("metric", "metrics"), ("direction", "directions")):
+            if getattr(self, every):
+                object.__setattr__(self, one, getattr(self, every)[0])
+            else:
+                object.__setattr__(self, every, (getattr(self, one),))
+        if len(self.metrics) != len(self.directions):
+            raise ValueError(f"The value of `metrics` is {self.metrics}, but must name each of "
+                             f"the {len(self.directions)} `directions`.")
+
+    @property
+    def several(self) -> bool:
+        """Whether the study has several objectives."""
+        return len(self.directions) > 1
+
+    @property
+    def minimize(self) -> tuple[bool, ...]:
+        """Per objective, whether lower is better (:mod:`lightning_hpo.pareto`'s argument)."""
+        return directions_minimize(self.directions)
+
+    @property
+    def objectives(self) -> str:
+        """The objectives in words: ``minimize validation_error, maximize accuracy``."""
+        return ", ".join(f"{d} {m}" for m, d in zip(self.metrics, self.directions, strict=True))
+
+    def objective(self, index: int) -> StudyInfo:
+        """This study seen through one of its objectives (a study with one objective: itself),
+        e.g. to draw that objective's learning curves.
+
+        Example::
+
+            >>> two = StudyInfo("mo", "minimize", metrics=("error", "accuracy"),
+            ...                 directions=("minimize", "maximize"))
+            >>> one = two.objective(1)
+            >>> one.metric, one.direction, one.several
+            ('accuracy', 'maximize', False)
+        """
+        metric, direction = self.metrics[index], self.directions[index]
+        return dataclasses.replace(self, metric=metric, direction=direction, metrics=(metric,),
+                                   directions=(direction,))
 
     @property
     def from_launcher(self) -> bool:
@@ -102,7 +165,8 @@ class StudyInfo:
         return schedule.startswith("sync_") or schedule.endswith(" promotion")
 
     def better(self, a: float, b: float) -> bool:
-        """Whether value ``a`` is at least as good as ``b`` in this study's direction."""
+        """Whether value ``a`` is at least as good as ``b`` in this study's direction (with
+        several objectives, in the first objective's)."""
         return a <= b if self.direction == "minimize" else a >= b
 
     def bracket_of(self, trial_number: int, round_index: int | None = None) -> int | None:
@@ -131,10 +195,7 @@ class StudyInfo:
 
 
 def study_info(study: optuna.Study) -> StudyInfo:
-    """Metric, direction and rung levels of a study, from what it stores.
-
-    Raises:
-        ConfigError: ``study`` when the study has several objectives.
+    """Metric(s), direction(s) and rung levels of a study, from what it stores.
 
     Example::
 
@@ -142,17 +203,16 @@ def study_info(study: optuna.Study) -> StudyInfo:
         >>> info = study_info(optuna.create_study(study_name="plain"))
         >>> info.name, info.direction, info.metric, info.rungs, info.pruner
         ('plain', 'minimize', 'value', (), None)
+        >>> two = optuna.create_study(directions=["minimize", "maximize"])
+        >>> study_info(two).objectives
+        'minimize value_0, maximize value_1'
     """
-    if len(study.directions) != 1:
-        raise ConfigError(
-            "study",
-            f"'{study.study_name}' has {len(study.directions)} objectives; the report reads "
-            "single-objective studies",
-        )
-    minimize = study.direction == optuna.study.StudyDirection.MINIMIZE
-    direction: Literal["minimize", "maximize"] = "minimize" if minimize else "maximize"
+    directions: tuple[Direction, ...] = tuple(
+        "minimize" if d == optuna.study.StudyDirection.MINIMIZE else "maximize"
+        for d in study.directions
+    )
     config = _json_dict(study.user_attrs.get(CONFIG_ATTR))
-    metric = config.get("metric")
+    metrics = _metric_names(study, config, len(directions))
     trainer = config.get("trainer")
     max_epochs = trainer.get("max_epochs") if isinstance(trainer, Mapping) else None
     if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
@@ -168,9 +228,26 @@ def study_info(study: optuna.Study) -> StudyInfo:
     else:
         pruner, brackets, budgets = ladders
     return StudyInfo(
-        study.study_name, direction, metric if isinstance(metric, str) else "value", pruner,
-        brackets[0] if brackets else (), max_epochs, config, brackets=brackets, budgets=budgets,
+        study.study_name, directions[0], metrics[0], pruner, brackets[0] if brackets else (),
+        max_epochs, config, brackets=brackets, budgets=budgets, metrics=metrics,
+        directions=directions,
     )
+
+
+def _metric_names(study: optuna.Study, config: Mapping[str, Any], n: int) -> tuple[str, ...]:
+    """The objectives' names. One objective: the launcher config's ``metric``, else ``value``.
+    Several: Optuna's ``metric_names``, else the config's ``metric`` list, else ``value_0``,
+    ``value_1``..."""
+    stored = study.metric_names
+    optuna_names = tuple(stored) if stored is not None and len(stored) == n else None
+    metric = config.get("metric")
+    if isinstance(metric, str):
+        metric = [metric]
+    config_names = (tuple(metric) if isinstance(metric, list) and len(metric) == n
+                    and all(isinstance(m, str) and m for m in metric) else None)
+    if n == 1:
+        return config_names or ("value",)
+    return optuna_names or config_names or tuple(f"value_{k}" for k in range(n))
 
 
 def _json_dict(text: object) -> dict[str, Any]:

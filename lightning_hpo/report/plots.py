@@ -5,6 +5,12 @@ and returns a :class:`matplotlib.figure.Figure` on the Agg canvas: no display, n
 Every trial drawn is one artist whose ``gid`` names it (``trial-7``), and marker groups carry a
 ``gid`` too (``promoted``, ``stopped``...), so what was drawn can be counted from the figure.
 
+A study with several objectives has its own: :func:`plot_pareto` (the front of the first two
+objectives), :func:`plot_hypervolume` (its counterpart of the incumbent trajectory) and
+:func:`plot_compare_hypervolume`; its learning curves are drawn one objective at a time by
+:func:`plot_learning_curves` (``objective=``), and :func:`plot_rungs` draws its rung records on
+the first objective.
+
 Example::
 
     from lightning_hpo.report import StudySnapshot, load, curves_frame, plot_learning_curves
@@ -18,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 import matplotlib
@@ -42,8 +48,11 @@ from lightning_hpo.report.info import StudyInfo
 __all__ = [
     "STATE_COLORS",
     "plot_compare",
+    "plot_compare_hypervolume",
+    "plot_hypervolume",
     "plot_incumbent",
     "plot_learning_curves",
+    "plot_pareto",
     "plot_rungs",
     "plot_timeline",
 ]
@@ -215,6 +224,7 @@ def plot_learning_curves(
     x: Literal["auto", "wallclock", "epochs"] = "auto",
     best_trial: int | None = None,
     trials: pd.DataFrame | None = None,
+    objective: int | None = None,
 ) -> Figure:
     """The metric of every trial, a line per trial, against wall-clock (or epochs).
 
@@ -234,6 +244,9 @@ def plot_learning_curves(
             at any epoch).
         trials: :func:`~lightning_hpo.report.trials_frame`, for the epoch each paused trial
             resumes from (``paused_epoch``); without it, its last reported epoch.
+        objective: with several objectives, which one to draw (its index: its curves'
+            ``values_<metric>`` column); default the first. Its best trial is the one that
+            reported its best value.
 
     Returns:
         The figure; each trial is one line with ``gid=f"trial-{number}"``; the paused
@@ -257,6 +270,12 @@ def plot_learning_curves(
         >>> sorted(line.get_gid() for line in fig.axes[0].lines)
         ['trial-0', 'trial-1', 'trial-2']
     """
+    if info.several:
+        k = objective or 0
+        column = f"values_{info.metrics[k]}"
+        if column in curves:
+            curves = curves.assign(value=curves[column])
+        info = info.objective(k)
     fig = _figure()
     ax = fig.add_subplot()
     timed = curves.dropna(subset=["elapsed_s"])
@@ -498,6 +517,9 @@ def plot_rungs(
         title += " (no pruner: final epochs only)"
     else:
         title += " (rung levels unknown: final epochs only)"
+    if info.several:  # the decisions ranked every objective; drawn on the first
+        title += (f"\ndrawn on {info.metric}, the first of {len(info.metrics)} objectives "
+                  "(the pruner ranked them all by Pareto front)")
     fig.suptitle(title)
     for k, ax in enumerate(axes[: len(brackets)]):
         if k + n_cols >= len(brackets):  # nothing drawn below it
@@ -818,4 +840,244 @@ def plot_compare(incumbents: pd.DataFrame, info: StudyInfo) -> Figure:
         ax.grid(alpha=0.3)
     _value_scale(by_time, incumbents["best"])
     fig.legend(loc="outside right upper", title="study: final best")
+    return fig
+
+
+# ------------------------------------------------------------------------------------------
+#: Trials on a front labelled with their number up to this many.
+_FRONT_LABELS = 12
+
+
+def _reference_words(info: StudyInfo, reference: Sequence[float] | None) -> str:
+    """``validation_error=0.32, latency_ms=43``: a reference point, objective by objective."""
+    if reference is None:
+        return "none"
+    return ", ".join(f"{m}={r:.4g}" for m, r in zip(info.metrics, reference, strict=True))
+
+
+def _staircase(
+    xs: np.ndarray, ys: np.ndarray, minimize: tuple[bool, bool],
+    reference: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The boundary of what mutually non-dominated points dominate: from each point to the
+    next, first along the better first objective, then the second; from the reference's level
+    to the first and on to the reference's level after the last when ``reference`` is given."""
+    flip = np.array([1.0 if low else -1.0 for low in minimize])
+    points = sorted(zip(xs * flip[0], ys * flip[1], strict=True))  # lower is better in both
+    vx: list[float] = []
+    vy: list[float] = []
+    if reference is not None:
+        vx.append(points[0][0])
+        vy.append(reference[1] * flip[1])
+    for k, (x, y) in enumerate(points):
+        if k:
+            vx.append(x)
+            vy.append(points[k - 1][1])
+        vx.append(x)
+        vy.append(y)
+    if reference is not None:
+        vx.append(reference[0] * flip[0])
+        vy.append(points[-1][1])
+    return np.array(vx) * flip[0], np.array(vy) * flip[1]
+
+
+def plot_pareto(
+    trials: pd.DataFrame, info: StudyInfo, *, reference: Sequence[float] | None = None
+) -> Figure:
+    """The Pareto front of a study with several objectives, on its first two objectives.
+
+    Filled circles are the COMPLETE trials' final values (``values_<metric>``): the Pareto
+    front (``front`` 0) in blue, joined by a staircase, the boundary of what it dominates
+    (shaded up to the reference point, the hypervolume, when one is given), the dominated
+    trials faded grey. Hollow diamonds are each trial's best point at any epoch
+    (``best_<metric>``, whatever its state): those on the front of every value reported
+    (``best_front`` 0) in orange, joined by a dashed staircase, the others faded. Trials on a
+    front are labelled with their number (up to 12 per front). With more than two objectives
+    the fronts are those of all of them: on two, a front's points need not form a staircase,
+    and none is drawn.
+
+    Args:
+        trials: :func:`~lightning_hpo.report.trials_frame` of the study.
+        info: :func:`~lightning_hpo.report.study_info` (two objectives or more).
+        reference: the hypervolume's reference point (its first two values are drawn as a
+            cross), e.g. :attr:`StudySnapshot.reference
+            <lightning_hpo.report.StudySnapshot.reference>`.
+
+    Returns:
+        The figure; marker groups with ``gid`` ``front`` and ``dominated`` (final values),
+        ``front-any-epoch`` and ``dominated-any-epoch`` (best points at any epoch), one point
+        per trial; lines ``staircase`` and ``staircase-any-epoch``; the reference
+        ``reference``.
+
+    Raises:
+        ValueError: ``info`` has one objective.
+
+    Example::
+
+        >>> snap = StudySnapshot.read(study)  # doctest: +SKIP
+        >>> plot_pareto(trials_frame(snap), snap.info, reference=snap.reference)  # doctest: +SKIP
+    """
+    if not info.several:
+        raise ValueError(f"The value of `info` names one objective ({info.metric}), but a "
+                         "Pareto front needs two or more.")
+    (mx, my), minimize = info.metrics[:2], (info.minimize[0], info.minimize[1])
+    two = len(info.metrics) == 2
+    fig = _figure(width=10.0, height=6.4)
+    ax = fig.add_subplot()
+    suffix = "" if two else f" (the first two of {len(info.metrics)} objectives)"
+    ax.set_title(f"Pareto front of study '{info.name}'{suffix}")
+    ax.set_xlabel(_label(info.objective(0)))
+    ax.set_ylabel(_label(info.objective(1)))
+    finals = trials.dropna(subset=[f"values_{mx}", f"values_{my}", "front"])
+    bests = trials.dropna(subset=[f"best_{mx}", f"best_{my}", "best_front"])
+    if finals.empty and bests.empty:
+        _empty(ax, "no finite values reported yet")
+        return fig
+    # (frame, column prefix, rank column, gid suffix, words, colour, staircase style, markers
+    # on the front, markers off it); the final values drawn last, on top
+    layers: list[tuple[pd.DataFrame, str, str, str, str, str, str, dict[str, Any],
+                       dict[str, Any]]] = [
+        (bests, "best_", "best_front", "-any-epoch", "best point at any epoch", "#ff7f0e", "--",
+         {"marker": "D", "s": 60, "facecolor": "none", "edgecolor": "#ff7f0e",
+          "linewidths": 1.6, "zorder": 4},
+         {"marker": "D", "s": 22, "facecolor": "none", "edgecolor": "0.6", "alpha": 0.45,
+          "linewidths": 0.8, "zorder": 1}),
+        (finals, "values_", "front", "", "final values (COMPLETE)", "C0", "-",
+         {"marker": "o", "s": 46, "color": "C0", "edgecolor": "white", "zorder": 5},
+         {"marker": "o", "s": 22, "color": "0.7", "alpha": 0.45, "linewidths": 0, "zorder": 1}),
+    ]
+    for frame, prefix, rank, gid, words, color, ls, on_style, off_style in layers:
+        if frame.empty:
+            continue
+        on, off = frame[frame[rank] == 0], frame[frame[rank] != 0]
+        x_on, y_on = on[f"{prefix}{mx}"].to_numpy(float), on[f"{prefix}{my}"].to_numpy(float)
+        ax.scatter(off[f"{prefix}{mx}"], off[f"{prefix}{my}"], gid=f"dominated{gid}",
+                   label=f"{words}: dominated ({len(off)})", **off_style)
+        ax.scatter(x_on, y_on, gid=f"front{gid}", label=f"{words}: Pareto front ({len(on)})",
+                   **on_style)
+        if two and len(on):
+            vx, vy = _staircase(x_on, y_on, minimize, reference)
+            ax.plot(vx, vy, color=color, ls=ls, lw=1.4, gid=f"staircase{gid}", zorder=3)
+            if reference is not None and not gid:  # what the front dominates: the hypervolume
+                ax.fill(np.append(vx, reference[0]), np.append(vy, reference[1]), color=color,
+                        alpha=0.07, lw=0, gid="dominated-region", zorder=0)
+        labelled = set(finals.loc[finals["front"] == 0, "trial"]) if gid else set()
+        shown = [(n, x_at, y_at) for n, x_at, y_at in zip(on["trial"], x_on, y_on, strict=True)
+                 if n not in labelled]  # a trial on both fronts is labelled once
+        for number, x_at, y_at in shown[:_FRONT_LABELS]:
+            note = ax.annotate(str(int(number)), (x_at, y_at), xytext=(4, 4),
+                               textcoords="offset points", fontsize=8, color=color, zorder=6)
+            note.set_in_layout(False)
+    if reference is not None:
+        ax.plot(reference[0], reference[1], marker="x", color="0.3", ms=8, ls="none",
+                gid="reference", label=f"reference point ({_reference_words(info, reference)})")
+    ax.grid(alpha=0.3)
+    fig.legend(loc="outside lower center", ncols=2, fontsize=9)
+    return fig
+
+
+def plot_hypervolume(
+    hypervolumes: pd.DataFrame, info: StudyInfo, *, until_s: float | None = None
+) -> Figure:
+    """Hypervolume so far against wall-clock seconds since the study's first trial started: a
+    study with several objectives' counterpart of :func:`plot_incumbent`.
+
+    Two step lines: the hypervolume of every value reported so far (any trial, any epoch),
+    and, dashed, that of the COMPLETE trials' final values; the reference point that bounds
+    both is in the title.
+
+    Args:
+        hypervolumes: :func:`~lightning_hpo.report.hypervolume_frame` (its
+            ``attrs["reference"]`` names the reference point).
+        info: :func:`~lightning_hpo.report.study_info`.
+        until_s: draw the last hypervolume up to here (s), e.g. the study's last trial end.
+
+    Returns:
+        The figure: the step lines (``gid="hypervolume"`` and ``gid="hypervolume-complete"``),
+        each growth as a marker (``gid="improvements"`` and ``gid="improvements-complete"``).
+
+    Example::
+
+        >>> plot_hypervolume(hypervolume_frame(study), study_info(study))  # doctest: +SKIP
+    """
+    fig = _figure()
+    ax = fig.add_subplot()
+    reference = hypervolumes.attrs.get("reference")
+    fig.suptitle(f"Hypervolume of study '{info.name}'\n{info.objectives}; reference point "
+                 f"{_reference_words(info, reference)}", fontsize=11)
+    ax.set_xlabel(_WALL)
+    ax.set_ylabel("hypervolume (higher is better)")
+    if hypervolumes.empty or not hypervolumes["improved"].any():
+        _empty(ax, "no finite values reported yet")
+        return fig
+    end = max(float(hypervolumes["elapsed_s"].max()), until_s or 0.0)
+    lines = (("hypervolume", "improved", "C0", "-", 3.0,
+              "every value reported so far\n(any trial, any epoch)"),
+             ("hypervolume_complete", "improved_complete", "C1", "--", 1.6,
+              "COMPLETE trials' final values so far"))
+    for column, improved, color, ls, lw, label in lines:
+        suffix = column.removeprefix("hypervolume").replace("_", "-")
+        gains = hypervolumes[hypervolumes[improved]]
+        if gains.empty:
+            ax.plot([], [], color=color, ls=ls, lw=lw, gid=f"hypervolume{suffix}",
+                    label=f"{label}: none yet")
+            continue
+        since = hypervolumes.loc[gains.index[0]:]  # from its first growth on
+        x, y = since["elapsed_s"].to_numpy(float), since[column].to_numpy(float)
+        ax.step(np.append(x, end), np.append(y, y[-1]), where="post", color=color, ls=ls,
+                lw=lw, alpha=0.9, gid=f"hypervolume{suffix}", label=label,
+                zorder=5 if ls == "--" else 3)
+        ax.scatter(gains["elapsed_s"], gains[column], s=36 if ls == "-" else 24, color=color,
+                   edgecolor="white", gid=f"improvements{suffix}", zorder=6)
+        _note(ax, f"{y[-1]:.4g}", (end, y[-1]), below=ls == "--", color=color)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", title="hypervolume of")  # below a curve that only rises
+    return fig
+
+
+def plot_compare_hypervolume(hypervolumes: pd.DataFrame, info: StudyInfo) -> Figure:
+    """Hypervolume of several studies with several objectives, over wall-clock and over epochs
+    spent, all bounded by one reference point.
+
+    Args:
+        hypervolumes: the long frame of :func:`~lightning_hpo.report.hypervolume_frame` rows
+            with a ``study`` column (:attr:`Comparison.hypervolumes
+            <lightning_hpo.report.Comparison.hypervolumes>`; its ``attrs["reference"]`` names
+            the shared reference point).
+        info: any of the studies' info (for the objectives).
+
+    Returns:
+        The figure: two axes (wall-clock, epochs), one step line per study on each with
+        ``gid=f"study-{label}"``.
+
+    Example::
+
+        >>> comparison = Comparison.of([moasha, rs])  # doctest: +SKIP
+        >>> plot_compare_hypervolume(comparison.hypervolumes, comparison.info)  # doctest: +SKIP
+    """
+    fig = _figure(width=12.0, height=5.4)
+    by_time, by_epochs = fig.subplots(1, 2, sharey=True)
+    reference = hypervolumes.attrs.get("reference")
+    fig.suptitle(f"Hypervolume of every value reported so far (any trial, any epoch)\n"
+                 f"{info.objectives}; shared reference point "
+                 f"{_reference_words(info, reference)}", fontsize=11)
+    by_time.set_xlabel("wall-clock since each study's first trial started (s)")
+    by_epochs.set_xlabel("epochs trained so far (all trials)")
+    by_time.set_ylabel("hypervolume (higher is better)")
+    for k, (label, hv) in enumerate(hypervolumes.groupby("study", sort=False)):
+        if hv.empty:
+            continue
+        y = hv["hypervolume"].to_numpy(float)
+        for ax, column in ((by_time, "elapsed_s"), (by_epochs, "epochs_spent")):
+            x = hv[column].to_numpy(float)
+            ax.step(x, y, where="post", color=f"C{k % 10}", lw=2, gid=f"study-{label}",
+                    label=f"{label}: {y[-1]:.4g}" if ax is by_time else None)
+            ax.plot(x[-1], y[-1], "o", color=f"C{k % 10}", ms=5, gid="final-hypervolume")
+    for ax in (by_time, by_epochs):
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    by_time.legend(loc="lower right", title="study: final hypervolume")
     return fig

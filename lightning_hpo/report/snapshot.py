@@ -17,6 +17,13 @@ in between: it stays RUNNING in Optuna's terms with a :class:`Pause` (its
 :attr:`TrialRecord.status` is then ``PAUSED``). What another tool wrote under those
 attributes is read as far as it makes sense and otherwise ignored.
 
+In a study with several objectives (``directions=[...]``) a trial's reports are its
+:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (one point per epoch, read with
+:func:`~lightning_hpo.schema.objective_curve`: Optuna's intermediate values stay empty there),
+its final values Optuna's ``trial.values``; :attr:`StudySnapshot.fronts` places each trial on
+the Pareto fronts (:mod:`lightning_hpo.report.fronts` states the rules) and the rung records
+are the pruner's vectors (:attr:`StudySnapshot.vector_records`).
+
 Example::
 
     >>> import optuna
@@ -48,7 +55,10 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._rung_store import RungRecord, rung_records
+from lightning_hpo._rung_vectors import VectorRecord, open_vector_store
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.pareto import is_finite_point, reference_point
+from lightning_hpo.report.fronts import TrialFronts, trial_fronts
 from lightning_hpo.report.info import StudyInfo, study_info
 from lightning_hpo.schema import (
     ATTR,
@@ -59,10 +69,12 @@ from lightning_hpo.schema import (
     as_number,
     as_text,
     devices_in_label,
+    objective_curve,
 )
 
 __all__ = [
     "RANK_ORDER",
+    "RANK_ORDER_FRONTS",
     "STATES",
     "STATUSES",
     "Observation",
@@ -85,6 +97,13 @@ RANK_ORDER = (
     "whatever its state; ties: the first to report it"
 )
 
+#: How trials are ranked in a study with several objectives, in words: the CLI prints it.
+RANK_ORDER_FRONTS = (
+    "ranked by the best Pareto front each trial reached at any epoch (its final values "
+    "included; 0 = the front), then along the front by the first objective; ties: lower trial "
+    "number"
+)
+
 
 @dataclass(frozen=True)
 class TrialRecord:
@@ -102,7 +121,8 @@ class TrialRecord:
         devices: devices it trained on (1 when unknown).
         devices_known: whether its ``device`` attribute says how many.
         steps: the steps (epochs, from 1) it reported, ascending.
-        values: the value reported at each step.
+        values: the value reported at each step (with several objectives, the first
+            objective's: :attr:`points` holds them all).
         times: unix s when each of those epochs ended (``None`` where unknown).
         bracket: the pruner's bracket (0 for ASHA), ``None`` without a pruner.
         stopped_by: PRUNED trials: ``pruner`` (the pruner, or a pausing schedule that did not
@@ -119,6 +139,8 @@ class TrialRecord:
         trained: epochs trained over all segments, retrained ones included
             (:data:`ATTR.EPOCHS_TRAINED <lightning_hpo.schema.ATTR>`, else the segments'
             sum); ``None`` when nothing says (then :attr:`epochs_trained` is ``epochs``).
+        points: with several objectives, the values reported at each step, one per objective
+            (:func:`~lightning_hpo.schema.objective_curve`); ``()`` with one objective.
     """
 
     frozen: FrozenTrial
@@ -138,6 +160,7 @@ class TrialRecord:
     paused: Pause | None = None
     segments: tuple[Segment, ...] = ()
     trained: int | None = None
+    points: tuple[tuple[float, ...], ...] = ()
 
     @property
     def number(self) -> int:
@@ -203,18 +226,39 @@ class TrialRecord:
         return self.values[-1] if self.values else None
 
     @property
+    def final_values(self) -> tuple[float, ...] | None:
+        """The values Optuna holds for a COMPLETE trial, one per objective; else ``None``."""
+        values = self.frozen.values if self.state == "COMPLETE" else None
+        return None if values is None else tuple(float(v) for v in values)
+
+    @property
     def final_value(self) -> float | None:
-        """The value Optuna holds for the trial: a COMPLETE trial's return value."""
-        value = self.frozen.value if self.state == "COMPLETE" else None
-        return None if value is None else float(value)
+        """The value Optuna holds for the trial: a COMPLETE trial's return value (``None`` in a
+        study with several objectives: see :attr:`final_values`)."""
+        values = self.final_values
+        return values[0] if values is not None and len(values) == 1 else None
+
+    @property
+    def reported(self) -> list[tuple[int | None, tuple[float, ...]]]:
+        """With several objectives, every ``(epoch, values)`` it reported, by epoch, and its
+        final values last (at its last epoch) when COMPLETE; ``[]`` with one objective."""
+        found: list[tuple[int | None, tuple[float, ...]]] = list(
+            zip(self.steps, self.points, strict=False))
+        finals = self.final_values
+        if finals is not None and len(finals) > 1:
+            found.append((max(self.steps, default=None), finals))
+        return found
 
     def best(self, info: StudyInfo) -> tuple[float, int | None] | None:
         """(value, step) of the best finite value it reported, its final value included.
 
         The earliest step wins a tie; a COMPLETE trial's final value counts at its last
         reported step (``None`` when it reported none) when it beats every intermediate value.
-        ``None`` when it has no finite value.
+        ``None`` when it has no finite value, and in a study with several objectives (where
+        :attr:`StudySnapshot.fronts` says where it stands).
         """
+        if info.several:
+            return None
         found: tuple[float, int | None] | None = None
         candidates: list[tuple[float, int | None]] = list(
             zip(self.values, self.steps, strict=True)
@@ -248,7 +292,16 @@ class TrialRecord:
         recorded = [as_number(x) for x in raw_times] if isinstance(raw_times, list) else []
         segments = _segments_of(frozen, pause, recorded)
         start, end, timing = _span_of(frozen, segments)
-        steps = sorted(frozen.intermediate_values)
+        points: tuple[tuple[float, ...], ...] = ()
+        if info.several:  # each epoch's values; Optuna's intermediate values stay empty
+            curve = {step: point for step, point in objective_curve(frozen).items()
+                     if len(point) == len(info.directions)}
+            steps = sorted(curve)
+            points = tuple(curve[s] for s in steps)
+            values = tuple(point[0] for point in points)
+        else:
+            steps = sorted(frozen.intermediate_values)
+            values = tuple(float(frozen.intermediate_values[s]) for s in steps)
         epochs = as_count(attrs.get(ATTR.EPOCHS))
         devices = devices_in_label(attrs.get(ATTR.DEVICE))
         bracket = as_count(frozen.system_attrs.get(BRACKET_ATTR))
@@ -261,8 +314,8 @@ class TrialRecord:
         return cls(
             frozen, frozen.state.name, start, end, timing,
             len(steps) if epochs is None else epochs, devices or 1, devices is not None,
-            tuple(steps), tuple(float(frozen.intermediate_values[s]) for s in steps),
-            _epoch_times(steps, recorded), bracket, stopped_by, reason, pause, segments, trained,
+            tuple(steps), values, _epoch_times(steps, recorded), bracket, stopped_by, reason,
+            pause, segments, trained, points,
         )
 
 
@@ -346,7 +399,8 @@ class Observation:
         trial: the trial.
         kind: ``epoch`` (an intermediate value) or ``final`` (a COMPLETE trial's value).
         step: the epoch; a final value's is its trial's last reported step.
-        value: the value.
+        value: the value (with several objectives, the first objective's).
+        values: the values, one per objective.
     """
 
     time: float
@@ -355,6 +409,7 @@ class Observation:
     kind: Literal["epoch", "final"]
     step: int | None
     value: float
+    values: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -368,7 +423,10 @@ class StudySnapshot:
         horizon: unix s, the latest time the study recorded (a start, an end, an epoch end);
             the time of reading when it recorded none.
         records: the pruner's rung records (:func:`lightning_hpo._rung_store.rung_records`),
-            empty for a study without our pruner.
+            empty for a study without our pruner, and with several objectives.
+        vector_records: with several objectives, the pruner's rung records
+            ``(bracket, rung, trial_number, values)``
+            (:meth:`lightning_hpo._rung_vectors.VectorRungStore.records`); else empty.
 
     Example::
 
@@ -381,14 +439,11 @@ class StudySnapshot:
     counts: Mapping[str, int]
     horizon: float
     records: tuple[RungRecord, ...] = ()
+    vector_records: tuple[VectorRecord, ...] = ()
 
     @classmethod
     def read(cls, study: optuna.Study) -> StudySnapshot:
-        """Read a study: its info, its trials, and (with our pruner) its rung records.
-
-        Raises:
-            ConfigError: ``study`` when the study has several objectives.
-        """
+        """Read a study: its info, its trials, and (with our pruner) its rung records."""
         info = study_info(study)
         frozen = study.get_trials(deepcopy=False)
         counts = Counter(t.state.name for t in frozen)
@@ -397,8 +452,14 @@ class StudySnapshot:
             t.start, t.end, *t.times, *(x for s in t.segments for x in (s.start, s.end)),
             t.paused.since if t.paused is not None else None) if x is not None]
         horizon = max(stamps) if stamps else time.time()
-        records = tuple(rung_records(study)) if info.brackets else ()
-        return cls(info, tuple(sorted(trials, key=lambda t: t.number)), counts, horizon, records)
+        records: tuple[RungRecord, ...] = ()
+        vectors: tuple[VectorRecord, ...] = ()
+        if info.brackets and info.several:
+            vectors = tuple(open_vector_store(study).records())
+        elif info.brackets:
+            records = tuple(rung_records(study))
+        return cls(info, tuple(sorted(trials, key=lambda t: t.number)), counts, horizon, records,
+                   vectors)
 
     @classmethod
     def of(cls, source: Source) -> StudySnapshot:
@@ -448,6 +509,7 @@ class StudySnapshot:
         found = []
         for trial in self.trials:
             stop = trial.busy_until(self.horizon)
+            points = trial.points or [(value,) for value in trial.values]
             for k, (step, value, when) in enumerate(
                 zip(trial.steps, trial.values, trial.times, strict=True)
             ):
@@ -456,21 +518,56 @@ class StudySnapshot:
                     if trial.start is None or stop is None:
                         continue
                     when = trial.start + (stop - trial.start) * (k + 1) / len(trial.steps)
-                found.append(Observation(when, estimated, trial, "epoch", step, value))
-            if trial.final_value is not None and trial.end is not None:
+                found.append(Observation(when, estimated, trial, "epoch", step, value, points[k]))
+            finals = trial.final_values
+            if finals is not None and trial.end is not None:
                 found.append(Observation(trial.end, False, trial, "final",
-                                         max(trial.steps, default=None), trial.final_value))
+                                         max(trial.steps, default=None), finals[0], finals))
         found.sort(key=lambda o: (o.time, o.trial.number, o.kind == "final", o.step or 0))
         return tuple(found)
 
     @cached_property
+    def fronts(self) -> TrialFronts:
+        """With several objectives, each trial's front (final values) and best front (any
+        epoch), as :mod:`lightning_hpo.report.fronts` defines them; empty with one objective."""
+        if not self.info.several:
+            return TrialFronts()
+        finals = {t.number: t.final_values for t in self.trials if t.final_values is not None}
+        reported = {t.number: t.reported for t in self.trials}
+        return trial_fronts(finals, reported, self.info.minimize)
+
+    @cached_property
+    def points(self) -> tuple[tuple[float, ...], ...]:
+        """With several objectives, every finite point the study reported: each trial's values
+        at each epoch and the COMPLETE trials' final values; ``()`` with one objective."""
+        return tuple(point for t in self.trials for _, point in t.reported
+                     if is_finite_point(point))
+
+    @cached_property
+    def reference(self) -> tuple[float, ...] | None:
+        """With several objectives, the hypervolume's reference point:
+        :func:`lightning_hpo.pareto.reference_point` of :attr:`points` (each objective's worst
+        value plus a tenth of its range); ``None`` with one objective or no finite point."""
+        if not self.points:
+            return None
+        return reference_point(self.points, self.info.minimize)
+
+    @cached_property
     def ranked(self) -> tuple[TrialRecord, ...]:
-        """Trials with a finite value, best first by :data:`RANK_ORDER`.
+        """Trials with a finite value, best first by :data:`RANK_ORDER` (with several
+        objectives, by :data:`RANK_ORDER_FRONTS`).
 
         As the incumbent sees them: of two trials with the same best value, the first to
         report it ranks first.
         """
         info = self.info
+        if info.several:
+            fronts = self.fronts
+            along = 1.0 if info.minimize[0] else -1.0  # the first objective, lower is better
+            return tuple(sorted(
+                (t for t in self.trials if t.number in fronts.best_front),
+                key=lambda t: (fronts.best_front[t.number],
+                               along * fronts.best_point[t.number][0], t.number)))
         sign = 1.0 if info.direction == "minimize" else -1.0
         bests = {t.number: b for t in self.trials if (b := t.best(info)) is not None}
         first: dict[int, float] = {}  # trial -> when it first reported its best value (unix s)

@@ -18,6 +18,12 @@ Example::
     learning curves and rungs: no intermediate values reported
     worker timeline: no `slot` attrs
     compute: 4 trial(s) without a `device` attr counted as 1 device
+    >>> two = optuna.create_study(directions=["minimize", "maximize"])
+    >>> for point in [(0.1, 0.7), (0.2, 0.9), (0.3, 0.8)]:
+    ...     _ = two.tell(two.ask(), list(point))
+    >>> s = summarize(two)
+    >>> s["pareto_complete_trials"], s["reference"], round(s["hypervolume_complete"], 4)
+    ([0, 1], (0.32, 0.68), 0.0284)
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from lightning_hpo.pareto import hypervolume
 from lightning_hpo.report.info import StudyInfo
 from lightning_hpo.report.snapshot import STATES, STATUSES, Source, StudySnapshot, TrialRecord
 from lightning_hpo.schema import ATTR
@@ -56,7 +63,16 @@ def summarize(source: Source) -> dict[str, Any]:
     pauses), ``devices_unknown`` (trials counted as 1 device for want of a ``device`` attr),
     ``unfinished`` (trials training now, whose segment in flight is left out of
     ``device_seconds``), ``wall_clock_s`` (first start to the latest time recorded) and
-    ``slots``.
+    ``slots``; ``metrics`` and ``directions`` (one per objective).
+
+    With several objectives there is no single best: the ``best_*`` keys are ``None`` (``{}``)
+    and these say where the Pareto front stands (:mod:`lightning_hpo.report.fronts` states the
+    rules): ``pareto_complete_trials`` (the COMPLETE trials on the front of final values),
+    ``pareto_trials`` (the trials with a point on the front of every value reported at any
+    epoch), ``reference`` (the hypervolume's reference point,
+    :attr:`StudySnapshot.reference <lightning_hpo.report.StudySnapshot.reference>`),
+    ``hypervolume`` (of every value reported at any epoch) and ``hypervolume_complete`` (of
+    the COMPLETE trials' final values); with one objective they are ``None``.
 
     Example::
 
@@ -70,7 +86,7 @@ def summarize(source: Source) -> dict[str, Any]:
     info = snap.info
     counts = {state: snap.counts.get(state, 0) for state in STATES}
     counts.update({k: v for k, v in snap.counts.items() if k not in counts})
-    ranked = snap.ranked
+    ranked = () if info.several else snap.ranked
     best = ranked[0] if ranked else None
     found = None if best is None else best.best(info)
     sign = 1.0 if info.direction == "minimize" else -1.0
@@ -111,7 +127,25 @@ def summarize(source: Source) -> dict[str, Any]:
         "wall_clock_s": None if t0 is None or not any(e is not None for e in ends)
         else max(e for e in ends if e is not None) - t0,
         "slots": len(slots),
+        "metrics": info.metrics,
+        "directions": info.directions,
+        **_pareto_summary(snap),
     }
+
+
+def _pareto_summary(snap: StudySnapshot) -> dict[str, Any]:
+    """:func:`summarize`'s keys on the Pareto front (``None`` with one objective)."""
+    keys = ("pareto_complete_trials", "pareto_trials", "reference", "hypervolume",
+            "hypervolume_complete")
+    if not snap.info.several:
+        return dict.fromkeys(keys)
+    reference, minimize = snap.reference, snap.info.minimize
+    finals = [t.final_values for t in snap.trials if t.final_values is not None]
+    return dict(zip(keys, (
+        snap.fronts.pareto, snap.fronts.pareto_any_epoch, reference,
+        None if reference is None else hypervolume(snap.points, reference, minimize),
+        None if reference is None else hypervolume(finals, reference, minimize),
+    ), strict=True))
 
 
 def limitations(source: Source) -> list[str]:
@@ -129,17 +163,21 @@ def limitations(source: Source) -> list[str]:
     notes = []
     info, trials = snap.info, snap.trials
     observed = snap.observations
-    if not any(math.isfinite(o.value) for o in observed):
-        notes.append("incumbent trajectory: no value reported yet")
+    trajectory = "hypervolume" if info.several else "incumbent trajectory"
+    if not any(math.isfinite(o.value) for o in observed) or (info.several and not snap.points):
+        notes.append(f"{trajectory}: no value reported yet")
     elif not any(o.kind == "final" for o in observed):
-        notes.append("incumbent trajectory: no COMPLETE trial yet (best reported value only)")
+        best = "values at any epoch" if info.several else "best reported value"
+        notes.append(f"{trajectory}: no COMPLETE trial yet ({best} only)")
     estimated = sum(1 for o in observed if o.estimated)
     if estimated:
-        notes.append(f"incumbent trajectory: {estimated} value(s) without an epoch end time "
+        notes.append(f"{trajectory}: {estimated} value(s) without an epoch end time "
                      "placed pro rata over their trial's duration")
     with_values = [t for t in trials if t.steps]
     if not with_values:
-        notes.append("learning curves and rungs: no intermediate values reported")
+        what = "no `objective_values` reported" if info.several else (
+            "no intermediate values reported")
+        notes.append(f"learning curves and rungs: {what}")
     else:
         untimed = [t for t in with_values if any(x is None for x in t.times)]
         running = [t for t in untimed if t.state == "RUNNING" and t.timing == "launcher"]
@@ -159,8 +197,8 @@ def limitations(source: Source) -> list[str]:
         if not info.rungs:
             why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"
             notes.append(f"rung levels: {why} (final epochs shown)")
-        elif not snap.records and not info.pauses and any(_decided(t, info)
-                                                          for t in with_values):
+        elif not (snap.records or snap.vector_records) and not info.pauses and any(
+                _decided(t, info) for t in with_values):
             # a pausing schedule keeps no records: its decisions are in the trials themselves
             notes.append("rungs: the study holds no rung records of the pruner (promotions "
                          "read from the learning curves)")

@@ -19,6 +19,13 @@ much as a COMPLETE trial's final value: the launcher keeps each trial's best che
 multi-fidelity tools' incumbent plots; the best COMPLETE trial is given beside it
 (``best_complete_*``).
 
+With several objectives there is no single best: :func:`trials_frame` gives each trial's
+Pareto fronts (``front``: its final values among the COMPLETE trials'; ``best_front``: the
+best of every value it reported, at any epoch; :mod:`lightning_hpo.report.fronts` states the
+rules) and one column per objective (``values_<metric>``, as Optuna's ``trials_dataframe``
+names them); :func:`curves_frame` and :func:`rungs_frame` add one column per objective, and
+:func:`hypervolume_frame` takes the place of :func:`incumbent_frame`.
+
 Example::
 
     from lightning_hpo.report import StudySnapshot, load, trials_frame, curves_frame
@@ -39,6 +46,21 @@ Example::
     True
     >>> float(incumbent_frame(snap)["best"].iloc[-1]) == study.best_value
     True
+    >>> import warnings
+    >>> two = optuna.create_study(directions=["minimize", "minimize"])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # Optuna calls set_metric_names experimental
+    ...     two.set_metric_names(["error", "latency_ms"])
+    >>> for point in [(0.1, 30.0), (0.2, 10.0), (0.3, 40.0)]:
+    ...     _ = two.tell(two.ask(), list(point))
+    >>> trials_frame(two)[["trial", "front", "values_error", "values_latency_ms"]]
+       trial  front  values_error  values_latency_ms
+    0      0      0           0.1               30.0
+    1      1      0           0.2               10.0
+    2      2      1           0.3               40.0
+    >>> hv = hypervolume_frame(two)  # reference: each worst value + a tenth of its range
+    >>> hv.attrs["reference"], hv["hypervolume"].round(3).tolist()
+    ((0.32, 43.0), [2.86, 5.26, 5.26])
 """
 
 from __future__ import annotations
@@ -50,17 +72,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.report.fronts import HypervolumeTrace, TrialFronts
+from lightning_hpo.report.info import StudyInfo
 from lightning_hpo.report.snapshot import Observation, Source, StudySnapshot, TrialRecord
 from lightning_hpo.schema import ATTR
 
 __all__ = [
     "CURVE_COLUMNS",
+    "HYPERVOLUME_COLUMNS",
     "INCUMBENT_COLUMNS",
     "RUNG_COLUMNS",
     "SEGMENT_COLUMNS",
     "TRIAL_COLUMNS",
     "curves_frame",
+    "hypervolume_frame",
     "incumbent_frame",
+    "objective_columns",
     "rungs_frame",
     "segments_frame",
     "trials_frame",
@@ -90,6 +118,30 @@ INCUMBENT_COLUMNS = [
 RUNG_COLUMNS = [
     "bracket", "rung", "trial", "value", "step", "state", "status", "stopped_by", "outcome",
 ]
+#: :func:`hypervolume_frame`'s columns; ``values_<metric>`` per objective follow
+#: ``time_estimated``.
+HYPERVOLUME_COLUMNS = [
+    "trial", "state", "status", "stopped_by", "kind", "step", "time", "elapsed_s",
+    "time_estimated", "hypervolume", "improved", "front_size", "hypervolume_complete",
+    "improved_complete", "front_size_complete", "epochs_spent", "device_seconds_spent",
+]
+#: The columns of one objective's value in :func:`trials_frame` (with several objectives), each
+#: followed by the metric's name: its final value, the values of its best point, its last one.
+_TRIAL_OBJECTIVE_PREFIXES = ("values_", "best_", "last_")
+
+
+def objective_columns(info: StudyInfo, prefix: str = "values_") -> list[str]:
+    """The columns that hold one value per objective: ``values_<metric>`` by default (as
+    Optuna's ``trials_dataframe`` names them), in the study's order of objectives.
+
+    Example::
+
+        >>> from lightning_hpo.report import StudyInfo
+        >>> objective_columns(StudyInfo("s", "minimize", metrics=("error", "latency_ms"),
+        ...                             directions=("minimize", "minimize")))
+        ['values_error', 'values_latency_ms']
+    """
+    return [f"{prefix}{metric}" for metric in info.metrics]
 
 
 def trials_frame(source: Source) -> pd.DataFrame:
@@ -120,12 +172,23 @@ def trials_frame(source: Source) -> pd.DataFrame:
     hyperparameter, ``fail_reason`` and ``timing`` (``launcher`` attrs, ``optuna`` datetimes,
     or ``none``).
 
+    With several objectives, ``best_value``, ``best_step``, ``value`` and ``last_value`` give
+    way to ``front`` (its final values' Pareto front among the COMPLETE trials': 0 = the
+    front; empty for a trial without final values), ``best_front`` and ``best_front_step``
+    (the best front any point it reported reached, at any epoch, its final values included,
+    and the earliest epoch it reached it at; :mod:`lightning_hpo.report.fronts` states both
+    rules), and per objective ``values_<metric>`` (final, COMPLETE only), ``best_<metric>``
+    (the point on its best front) and ``last_<metric>`` (the last epoch reported); ``rank``
+    follows :data:`~lightning_hpo.report.RANK_ORDER_FRONTS`.
+
     Example::
 
         >>> trials_frame(study).sort_values("rank").head(3)  # doctest: +SKIP
     """
     snap = StudySnapshot.of(source)
+    info = snap.info
     t0 = snap.t0
+    fronts = snap.fronts
     rank = {t.number: i + 1 for i, t in enumerate(snap.ranked)}
     param_names = sorted({name for t in snap.trials for name in t.params})
     rows = []
@@ -164,19 +227,53 @@ def trials_frame(source: Source) -> pd.DataFrame:
             "devices": trial.devices,
             "device_seconds": trial.device_seconds,
         }
+        if info.several:
+            row.update(_objective_row(trial, info, fronts))
         row.update({f"params_{name}": trial.params.get(name) for name in param_names})
         row["fail_reason"] = attrs.get(ATTR.FAIL_REASON)
         row["timing"] = trial.timing
         rows.append(row)
-    columns = [*TRIAL_COLUMNS, *(f"params_{n}" for n in param_names), "fail_reason", "timing"]
+    columns = [*_trial_columns(info), *(f"params_{n}" for n in param_names), "fail_reason",
+               "timing"]
     frame = pd.DataFrame(rows, columns=columns)
-    for name in ("rank", "slot", "best_step", "bracket", "paused_epoch", "segments"):
+    integers = ("front", "best_front", "best_front_step") if info.several else ("best_step",)
+    for name in ("rank", "slot", "bracket", "paused_epoch", "segments", *integers):
         frame[name] = frame[name].astype("Int64")
-    for name in ("best_value", "value", "last_value", "duration_s", "start_time", "end_time",
-                 "start_s", "end_s", "device_seconds", "paused_since"):
+    numbers = ([c for prefix in _TRIAL_OBJECTIVE_PREFIXES for c in objective_columns(info, prefix)]
+               if info.several else ["best_value", "value", "last_value"])
+    for name in (*numbers, "duration_s", "start_time", "end_time", "start_s", "end_s",
+                 "device_seconds", "paused_since"):
         frame[name] = frame[name].astype("float64")
     frame["paused"] = frame["paused"].astype("bool")
     return frame
+
+
+def _trial_columns(info: StudyInfo) -> list[str]:
+    """:data:`TRIAL_COLUMNS`, or with several objectives their counterparts in place of the
+    best, final and last value."""
+    if not info.several:
+        return TRIAL_COLUMNS
+    at = TRIAL_COLUMNS.index("best_value")
+    objectives = [c for prefix in _TRIAL_OBJECTIVE_PREFIXES for c in objective_columns(info,
+                                                                                        prefix)]
+    return [*TRIAL_COLUMNS[:at], "front", "best_front", "best_front_step", *objectives,
+            *TRIAL_COLUMNS[at + 4:]]
+
+
+def _objective_row(trial: TrialRecord, info: StudyInfo, fronts: TrialFronts) -> dict[str, Any]:
+    """A trial's fronts and values per objective, for :func:`trials_frame`."""
+    n = len(info.metrics)
+    finals = trial.final_values or (None,) * n
+    best = fronts.best_point.get(trial.number, (None,) * n)
+    last = trial.points[-1] if trial.points else (None,) * n
+    row: dict[str, Any] = {
+        "front": fronts.front.get(trial.number),
+        "best_front": fronts.best_front.get(trial.number),
+        "best_front_step": fronts.best_step.get(trial.number),
+    }
+    for prefix, values in zip(_TRIAL_OBJECTIVE_PREFIXES, (finals, best, last), strict=True):
+        row.update(zip(objective_columns(info, prefix), values, strict=True))
+    return row
 
 
 def segments_frame(source: Source) -> pd.DataFrame:
@@ -243,7 +340,9 @@ def curves_frame(source: Source) -> pd.DataFrame:
     ``time`` (unix s when the epoch ended), ``elapsed_s`` (s since the study's first trial
     started) and ``trial_elapsed_s`` (s since the trial started).
     The times are NaN where the trial has no ``epoch_end_times`` (plain Optuna studies, trials
-    still running).
+    still running). With several objectives, the epochs are those of each trial's
+    ``objective_values``, ``value`` is the first objective's and ``values_<metric>`` columns
+    follow, one per objective.
 
     Example::
 
@@ -252,10 +351,14 @@ def curves_frame(source: Source) -> pd.DataFrame:
     """
     snap = StudySnapshot.of(source)
     t0 = snap.t0
+    several = snap.info.several
+    objectives = objective_columns(snap.info) if several else []
     rows = []
     for trial in snap.trials:
-        for step, value, when in zip(trial.steps, trial.values, trial.times, strict=True):
-            rows.append({
+        for k, (step, value, when) in enumerate(
+            zip(trial.steps, trial.values, trial.times, strict=True)
+        ):
+            row = {
                 "trial": trial.number,
                 "state": trial.state,
                 "status": trial.status,
@@ -267,12 +370,15 @@ def curves_frame(source: Source) -> pd.DataFrame:
                 "elapsed_s": None if when is None or t0 is None else when - t0,
                 "trial_elapsed_s": None if when is None or trial.start is None
                 else when - trial.start,
-            })
-    frame = pd.DataFrame(rows, columns=CURVE_COLUMNS)
+            }
+            if several:
+                row.update(zip(objectives, trial.points[k], strict=True))
+            rows.append(row)
+    frame = pd.DataFrame(rows, columns=[*CURVE_COLUMNS, *objectives])
     frame["trial"] = frame["trial"].astype("int64")
     frame["step"] = frame["step"].astype("int64")
     frame["bracket"] = frame["bracket"].astype("Int64")
-    for name in ("value", "time", "elapsed_s", "trial_elapsed_s"):
+    for name in ("value", "time", "elapsed_s", "trial_elapsed_s", *objectives):
         frame[name] = frame[name].astype("float64")
     return frame
 
@@ -296,6 +402,10 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
     epochs count ``epoch_end_times``, pro rata over a trial's duration where they are
     missing).
 
+    Raises:
+        ConfigError: ``study`` when it has several objectives (no single best: see
+            :func:`hypervolume_frame`).
+
     Example::
 
         >>> inc = incumbent_frame(study)  # doctest: +SKIP
@@ -305,6 +415,9 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
     snap = StudySnapshot.of(source)
     t0 = snap.t0
     info = snap.info
+    if info.several:
+        raise ConfigError("study", f"'{info.name}' has {len(info.metrics)} objectives: no "
+                          "single best value to follow (its hypervolume_frame follows them all)")
     spending = _Spending(snap.trials, snap.horizon)
     rows = []
     best: Observation | None = None
@@ -358,6 +471,104 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
     return frame
 
 
+def hypervolume_frame(
+    source: Source, reference: Sequence[float] | None = None
+) -> pd.DataFrame:
+    """The hypervolume of what a study with several objectives reported so far, over wall-clock:
+    its counterpart of :func:`incumbent_frame`.
+
+    One row per point a trial reported at an epoch (``kind="epoch"``, whatever its state) and
+    per COMPLETE trial's final values (``kind="final"``, at its end), in time order.
+    ``hypervolume`` is that of every finite point so far (any trial, any epoch: a PRUNED trial's
+    epoch 3 counts, as in the incumbent's ``best``), ``hypervolume_complete`` that of the
+    COMPLETE trials' final values so far (0 before the first), both bounded by ``reference``
+    (:mod:`lightning_hpo.report.fronts`); neither ever decreases.
+
+    Columns: ``trial``, ``state``, ``status`` and ``stopped_by`` (the trial's), ``kind``,
+    ``step``, ``time`` (unix s), ``elapsed_s``, ``time_estimated`` (as in
+    :func:`incumbent_frame`), ``values_<metric>`` (the point, one column per objective),
+    ``hypervolume``, ``improved`` (this row made it grow), ``front_size`` (points no other
+    dominates so far), ``hypervolume_complete``, ``improved_complete``,
+    ``front_size_complete``, ``epochs_spent`` and ``device_seconds_spent`` (compute spent by
+    all trials up to then). ``frame.attrs["reference"]`` holds the reference point.
+
+    Args:
+        source: the study, or its snapshot.
+        reference: the reference point, one value per objective (default: the study's,
+            :attr:`StudySnapshot.reference <lightning_hpo.report.StudySnapshot.reference>`;
+            a comparison passes one shared by every study).
+
+    Raises:
+        ConfigError: ``study`` when it has one objective (see :func:`incumbent_frame`);
+            ``reference`` when it does not give one finite value per objective.
+
+    Example::
+
+        >>> hv = hypervolume_frame(study)  # doctest: +SKIP
+        >>> hv.loc[hv["improved"], ["elapsed_s", "hypervolume", "front_size"]]  # doctest: +SKIP
+    """
+    snap = StudySnapshot.of(source)
+    info = snap.info
+    if not info.several:
+        raise ConfigError("study", f"'{info.name}' has one objective: its incumbent_frame "
+                          "follows its best value")
+    objectives = objective_columns(info)
+    if reference is None:
+        reference = snap.reference
+    elif len(reference) != len(objectives) or not all(math.isfinite(r) for r in reference):
+        raise ConfigError("reference", f"{tuple(reference)} must give one finite value per "
+                          f"objective ({', '.join(info.metrics)})")
+    observed = snap.observations
+    times = np.array([seen.time for seen in observed], dtype=float)
+    spending = _Spending(snap.trials, snap.horizon)
+    epochs_spent = spending.epochs_at(times)
+    device_seconds_spent = spending.device_seconds_at(times)
+    any_epoch = complete = None
+    if reference is not None:
+        any_epoch = HypervolumeTrace(reference, info.minimize)
+        complete = HypervolumeTrace(reference, info.minimize)
+    t0 = snap.t0
+    rows = []
+    for k, seen in enumerate(observed):
+        improved = any_epoch is not None and any_epoch.add(seen.values)
+        improved_complete = (complete is not None and seen.kind == "final"
+                             and complete.add(seen.values))
+        assert t0 is not None  # an observation needs a started trial
+        rows.append({
+            "trial": seen.trial.number,
+            "state": seen.trial.state,
+            "status": seen.trial.status,
+            "stopped_by": seen.trial.stopped_by,
+            "kind": seen.kind,
+            "step": seen.step,
+            "time": seen.time,
+            "elapsed_s": seen.time - t0,
+            "time_estimated": seen.estimated,
+            **dict(zip(objectives, seen.values, strict=True)),
+            "hypervolume": 0.0 if any_epoch is None else any_epoch.value,
+            "improved": improved,
+            "front_size": 0 if any_epoch is None else any_epoch.size,
+            "hypervolume_complete": 0.0 if complete is None else complete.value,
+            "improved_complete": improved_complete,
+            "front_size_complete": 0 if complete is None else complete.size,
+            "epochs_spent": int(epochs_spent[k]),
+            "device_seconds_spent": float(device_seconds_spent[k]),
+        })
+    at = HYPERVOLUME_COLUMNS.index("time_estimated") + 1
+    columns = [*HYPERVOLUME_COLUMNS[:at], *objectives, *HYPERVOLUME_COLUMNS[at:]]
+    frame = pd.DataFrame(rows, columns=columns)
+    for name in ("trial", "epochs_spent", "front_size", "front_size_complete"):
+        frame[name] = frame[name].astype("int64")
+    for name in ("improved", "improved_complete", "time_estimated"):
+        frame[name] = frame[name].astype("bool")
+    frame["step"] = frame["step"].astype("Int64")
+    for name in ("time", "elapsed_s", *objectives, "hypervolume", "hypervolume_complete",
+                 "device_seconds_spent"):
+        frame[name] = frame[name].astype("float64")
+    frame.attrs["reference"] = None if reference is None else tuple(float(r) for r in reference)
+    return frame
+
+
 def rungs_frame(source: Source) -> pd.DataFrame:
     """The pruner's rung records, one row per trial per rung it reached, with the outcome.
 
@@ -373,7 +584,9 @@ def rungs_frame(source: Source) -> pd.DataFrame:
     (it reported a later epoch), ``pruned`` (the pruner stopped it here), ``paused`` (it waits
     here, paused, for a decision or a free slot), ``continuing`` (RUNNING, let through, no
     later epoch yet) or ``ended`` (it ended at that report for another reason: COMPLETE, FAIL,
-    or stopped by the study's budget).
+    or stopped by the study's budget). With several objectives the records are the pruner's
+    vectors (its decisions ranked them by Pareto front): ``value`` is the first objective's and
+    ``values_<metric>`` columns follow, one per objective.
 
     Example::
 
@@ -382,11 +595,15 @@ def rungs_frame(source: Source) -> pd.DataFrame:
     """
     snap = StudySnapshot.of(source)
     trials = {t.number: t for t in snap.trials}
+    objectives = objective_columns(snap.info) if snap.info.several else []
+    records = ([(b, r, n, values[0] if values else math.nan, values)
+                for b, r, n, values in snap.vector_records] if snap.info.several
+               else [(b, r, n, v, ()) for b, r, n, v in snap.records])
     top: dict[tuple[int, int], int] = {}  # (bracket, trial) -> its highest recorded rung
-    for bracket, rung, number, _ in snap.records:
+    for bracket, rung, number, _, _ in records:
         top[(bracket, number)] = max(rung, top.get((bracket, number), rung))
     rows = []
-    for bracket, rung, number, value in sorted(snap.records):
+    for bracket, rung, number, value, values in sorted(records):
         trial = trials.get(number)
         if trial is None:  # a record of a trial the study no longer lists: nothing to say
             continue
@@ -405,13 +622,14 @@ def rungs_frame(source: Source) -> pd.DataFrame:
         rows.append({
             "bracket": bracket, "rung": rung, "trial": number, "value": value, "step": step,
             "state": trial.state, "status": trial.status, "stopped_by": trial.stopped_by,
-            "outcome": outcome,
+            "outcome": outcome, **dict(zip(objectives, values, strict=False)),
         })
-    frame = pd.DataFrame(rows, columns=RUNG_COLUMNS)
+    frame = pd.DataFrame(rows, columns=[*RUNG_COLUMNS, *objectives])
     for name in ("bracket", "rung", "trial"):
         frame[name] = frame[name].astype("int64")
     frame["step"] = frame["step"].astype("Int64")
-    frame["value"] = frame["value"].astype("float64")
+    for name in ("value", *objectives):
+        frame[name] = frame[name].astype("float64")
     return frame
 
 
