@@ -32,10 +32,13 @@ from optuna.trial import TrialState
 
 import lightning_hpo
 from lightning_hpo import ASHAPruner, HyperbandPruner
+from lightning_hpo._optuna import storage_of, trial_id_of
 from lightning_hpo._rung_store import rung_records
+from lightning_hpo._rung_vectors import open_vector_store
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import load_config
 from lightning_hpo.proxy import serve
+from lightning_hpo.schema import ATTR, with_objective_values
 from lightning_hpo.storage import StorageSpec, open_storage
 
 pytest.importorskip("grpc")
@@ -226,6 +229,41 @@ def test_pruning_through_the_proxy_decides_as_on_a_database(
     assert records["through"] == records["direct"] and records["through"]
     if pruner == "hyperband":
         assert len({bracket for bracket, _, _ in records["through"]}) > 1
+
+
+def test_multi_objective_pruning_through_the_proxy_decides_as_on_a_database(
+    proxy: Proxy, tmp_path: Path
+) -> None:
+    """Several objectives: the values per epoch (a trial user attribute) and the rung records
+    (study system attributes) go through Optuna's own proxy service; the decisions and records
+    are the ones a database opened directly gives."""
+    direct = f"sqlite:///{tmp_path / 'direct.db'}"
+
+    def run(storage: Any) -> list[TrialState]:
+        study = lightning_hpo.create_study(
+            storage=storage, study_name="mo", directions=["minimize", "maximize"],
+            pruner=ASHAPruner(1, max_resource=9, reduction_factor=3),
+            sampler=optuna.samplers.RandomSampler(seed=3))
+        pruner = study.pruner
+
+        def objective(trial: optuna.Trial) -> tuple[float, float]:
+            x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
+            for step in range(1, 10):
+                values = (x / step, y - x / step)
+                trial.set_user_attr(ATTR.OBJECTIVE_VALUES,
+                                    with_objective_values(trial, step, values))
+                if pruner.prune(study, storage_of(study).get_trial(trial_id_of(trial))):
+                    raise optuna.TrialPruned()
+            return values
+
+        study.optimize(objective, n_trials=20)
+        return [t.state for t in study.get_trials(deepcopy=False)]
+
+    through = run(proxy.spec)
+    assert through == run(direct) and TrialState.PRUNED in through
+    records = {name: open_vector_store(study_of(url, "mo")).records()
+               for name, url in (("through", proxy.url), ("direct", direct))}
+    assert records["through"] == records["direct"] and records["through"]
 
 
 def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
