@@ -20,11 +20,11 @@ from typing import Any
 
 import optuna
 import pytest
-from _report_support import SCENARIO, make_launcher_study
+from _report_support import SCENARIO, make_launcher_study, make_mo_study
 from _support import free_port
 from optuna.trial import TrialState
 
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, objective_curve
 
 pytestmark = pytest.mark.slow  # starts real processes (a server, CLI interpreters)
 BIN = Path(sys.executable).parent
@@ -61,6 +61,7 @@ def _executable(name: str) -> Path:
 def dashboard(stored: tuple[str, optuna.Study], tmp_path: Path) -> Iterator[str]:
     """``optuna-dashboard STORAGE`` on 127.0.0.1 and a free port; yields its base URL."""
     spec, _ = stored
+    make_mo_study(spec, "several")  # a study with two objectives beside them
     port = free_port()
     log = (tmp_path / "dashboard.log").open("w")
     process = subprocess.Popen(
@@ -99,7 +100,7 @@ def test_dashboard_lists_the_study_with_its_trials(
     _, study = stored
     summaries = _get(f"{dashboard}/api/studies")["study_summaries"]
     by_name = {s["study_name"]: s for s in summaries}
-    assert set(by_name) == {STUDY, "other"}
+    assert set(by_name) == {STUDY, "other", "several"}
     assert by_name[STUDY]["directions"] == ["minimize"]
     detail = _get(f"{dashboard}/api/studies/{by_name[STUDY]['study_id']}")
     trials = {t["number"]: t for t in detail["trials"]}
@@ -120,6 +121,35 @@ def test_dashboard_lists_the_study_with_its_trials(
     assert best["number"] == study.best_trial.number
     assert best["values"] == [pytest.approx(study.best_value)]
     assert detail["has_intermediate_values"] is True
+
+
+def test_dashboard_serves_a_multi_objective_study_and_its_pareto_front(
+    dashboard: str, stored: tuple[str, optuna.Study]
+) -> None:
+    """The dashboard's Pareto front view: its directions, metric names and best trials (the
+    front), and each trial's per-epoch values as the user attribute the report reads."""
+    spec, _ = stored
+    study = optuna.load_study(study_name="several", storage=_storage(spec))
+    summaries = _get(f"{dashboard}/api/studies")["study_summaries"]
+    summary = next(s for s in summaries if s["study_name"] == "several")
+    assert summary["directions"] == ["minimize", "minimize"]
+    detail = _get(f"{dashboard}/api/studies/{summary['study_id']}")
+    assert detail["objective_names"] == study.metric_names  # its name for metric_names
+    assert {t["number"] for t in detail["best_trials"]} == {t.number for t in study.best_trials}
+    assert detail["best_trials"]
+    served = {t["number"]: t for t in detail["trials"]}
+    for frozen in study.trials:
+        attrs = {a["key"]: a["value"] for a in served[frozen.number]["user_attrs"]}
+        rows = json.loads(attrs[ATTR.OBJECTIVE_VALUES])
+        assert {row[0]: tuple(row[1:]) for row in rows} == objective_curve(frozen)
+        if frozen.state == TrialState.COMPLETE:
+            assert served[frozen.number]["values"] == pytest.approx(frozen.values)
+
+
+def _storage(spec: str) -> Any:
+    from lightning_hpo.storage import open_storage
+
+    return open_storage(spec)
 
 
 def _optuna_cli(*args: str) -> Any:
