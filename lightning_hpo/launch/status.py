@@ -133,7 +133,11 @@ class Display:
 
     def _line(self, row: TrialRow) -> str:
         value = row.last if _paused(row) else row.value
-        what = f"{row.state:<8} epochs {row.epochs:>3}  {self.cfg.metric} {_fmt(value)}"
+        shown = f"{self.cfg.metric} {_fmt(value)}"
+        if self.cfg.several and row.last_values is not None and row.state != "FAIL":
+            shown = ", ".join(f"{metric} {'-' if v is None else _fmt_any(v)}" for (metric, _), v
+                              in zip(self.cfg.objectives, row.last_values, strict=True))
+        what = f"{row.state:<8} epochs {row.epochs:>3}  {shown}"
         extra = f"  ({row.reason})" if row.reason else ""
         return (f"trial {row.number:>4}  {what}  {_params(row.params)}  "
                 f"[slot {row.slot} {row.device}, {_took(row):.1f} s]{extra}")
@@ -165,10 +169,18 @@ class Display:
             total = stop.max_wallclock_time or 1.0
             bar = ProgressBar(total=total, completed=min(sup.elapsed, total), width=_BAR_WIDTH)
             goal = f"{_clock(sup.elapsed)} of {_clock(total)}"
+        if self.cfg.several:
+            front = _live_front(rows, self.cfg)
+            more = ", ..." if len(front) > 5 else ""
+            best_text = (f"Pareto front: {_count(len(front), 'trial')} "
+                         f"({', '.join(str(n) for n in front[:5])}{more})"
+                         if front else "no completed trial yet")
+        else:
+            best_text = (f"best {self.cfg.metric} {_fmt(best.value)} (trial {best.number})"
+                         if best else "no completed trial yet")
         head = Text.assemble(
             (f"{self.cfg.study}", "bold"), "  ",
-            (f"best {self.cfg.metric} {_fmt(best.value)} (trial {best.number})" if best
-             else "no completed trial yet", "green"),
+            (best_text, "green"),
             f"  {_clock(sup.elapsed)} elapsed  {len(sup.slots)} slots",
             f"  {len(paused)} paused" if paused else "",
             no_wrap=False, overflow="fold",  # wrap even on a soft-wrapping console
@@ -274,6 +286,15 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
     if cfg.logger == "tensorboard" and (cfg.cli is None or _has_tensorboard_runs(cfg.study_dir)):
         lines.append(f"TensorBoard: tensorboard --logdir {cfg.study_dir}")
     return lines
+
+
+def _live_front(rows: dict[int, TrialRow], cfg: Config) -> list[int]:
+    """The Pareto front of this run's COMPLETE trials, by their last values (live view)."""
+    minimize = tuple(d == "minimize" for _, d in cfg.objectives)
+    points = {r.number: tuple(v if v is not None else math.nan for v in r.last_values)
+              for r in rows.values() if r.state == "COMPLETE" and r.last_values is not None}
+    fronts = nondominated_fronts(points, minimize)
+    return fronts[0] if fronts else []
 
 
 def _pareto_lines(cfg: Config, completed: list[FrozenTrial]) -> list[str]:

@@ -87,6 +87,8 @@ class TrialRow:
     value: float | None = None
     reason: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    #: Several objectives: the last epoch's value of each (``last`` is the first's).
+    last_values: list[float | None] | None = None
     started: float = field(default_factory=time.time)
     ended: float | None = None
     fit_started: float | None = None
@@ -353,6 +355,7 @@ class Supervisor:
             row = self.rows.get(event["trial"])
             if row is not None:
                 row.epochs, row.last = event["epoch"], event["value"]
+                row.last_values = event.get("values")
         elif kind == "pause":
             row = self.rows.get(event["trial"])
             if row is not None:

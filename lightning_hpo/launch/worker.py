@@ -134,6 +134,7 @@ class _Progress(L.Callback):
         trial: Any = None, rungs: tuple[int, ...] = (),
     ) -> None:
         self._metric = cfg.metric
+        self._metrics = [metric for metric, _ in cfg.objectives] if cfg.several else []
         self._trial = trial_number
         self._events = events
         self._launcher_pid = spec.launcher_pid
@@ -189,9 +190,14 @@ class _Progress(L.Callback):
             self.epoch_end_times.append(time.time())
             if self._live is not None:  # kept per epoch: a worker may die before the end
                 self._live.set_user_attr(ATTR.EPOCH_END_TIMES, self.all_epoch_end_times())
+            extra = {}
+            if self._metrics:  # several objectives: the status line shows each
+                logged = trainer.callback_metrics
+                extra["values"] = [None if logged.get(m) is None else float(logged[m])
+                                   for m in self._metrics]
             self._events.emit(
                 "epoch", trial=self._trial, epoch=epoch,
-                value=None if value is None else float(value),
+                value=None if value is None else float(value), **extra,
             )
             # The budget is spent: stop at this epoch boundary, unless it was the last anyway.
             last = trainer.max_epochs is not None and 0 < trainer.max_epochs <= epoch

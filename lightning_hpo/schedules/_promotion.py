@@ -270,8 +270,10 @@ class _Promotion(Schedule):
                     above = (above_for_ever(values, trial.number, self.minimize)
                              if trial.number in values else len(values))  # no value: never ranks
                     if above >= n_max // eta and trial.number != keep:
+                        above_words = ("dominate" if isinstance(self.minimize, tuple)
+                                       else "rank above")
                         prune[trial.number] = (
-                            f"cannot be promoted at rung {level}: {above} rank above it, and at "
+                            f"cannot be promoted at rung {level}: {above} {above_words} it, and at "
                             f"most {n_max} trials reach the rung ({n_max // eta} go on)")
         return prune
 
