@@ -15,7 +15,8 @@ Halving", 2021; Salinas et al., ICLR 2021 NAS workshop):
    taken; so the top of a front spreads over it instead of crowding one end. Distances are
    measured with each objective scaled to ``[0, 1]`` by its range over all the finite points
    given (an objective with one value counts 0), so that a parameter count does not outweigh
-   an error rate. Equal distances, and equal first objectives, go to the lower trial number.
+   an error rate. Equal distances (to 9 decimals of their square), and equal first
+   objectives, go to the lower trial number.
 3. Points with a NaN or infinite value last, by trial number.
 
 Unlike Syne Tune 0.16's MOASHA, which reads the index order this sort returns as if it were each
@@ -85,6 +86,9 @@ def is_finite_point(point: Point) -> bool:
 def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
     """Whether ``a`` dominates ``b``: no worse in every objective, better in at least one.
 
+    A point with a NaN value neither dominates nor is dominated (infinite values compare as
+    numbers).
+
     Example::
 
         >>> dominates((1, 2), (1, 3), (True, True)), dominates((1, 2), (2, 1), (True, True))
@@ -92,7 +96,10 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
         >>> dominates((1, 2), (1, 2), (True, True)), dominates((2, 2), (1, 1), (False, False))
         (False, True)
     """
-    _check(minimize, (a, b))
+    _check(minimize, [a], "a")
+    _check(minimize, [b], "b")
+    if any(math.isnan(v) for v in (*a, *b)):  # NaN is neither better nor worse than anything
+        return False
     strictly = False
     for x, y, low in zip(a, b, minimize, strict=True):
         if x == y:
@@ -235,7 +242,7 @@ def hypervolume(
         >>> hypervolume([(3, 3)], reference=(1, 1), minimize=(False, False))
         4.0
     """
-    _check(minimize, [reference])
+    _check(minimize, [reference], "reference")
     if not is_finite_point(reference):
         raise ValueError(f"The value of `reference` is {tuple(reference)}, but must be finite.")
     flip = [1.0 if low else -1.0 for low in minimize]
@@ -301,26 +308,41 @@ def _scaled(points: Mapping[int, Point], minimize: Sequence[bool]) -> dict[int, 
 
 def _epsilon_net(front: list[int], scaled: Mapping[int, tuple[float, ...]]) -> list[int]:
     """A front's points: the best first objective first (lower number on ties), then each time
-    the one farthest from those taken (lower number on ties)."""
+    the one farthest from those taken (lower number on ties).
+
+    Distances are compared as squared distances rounded to :data:`_DIGITS` decimals: two
+    distances equal in exact arithmetic may differ in their last bits (reached by different
+    subtractions, or after scaling an objective), and must still tie."""
     remaining = sorted(front)
     first = min(remaining, key=lambda n: (scaled[n][0], n))
     order = [first]
     remaining.remove(first)
-    nearest = {n: math.dist(scaled[n], scaled[first]) for n in remaining}
+    nearest = {n: _gap(scaled[n], scaled[first]) for n in remaining}
     while remaining:
         pick = max(remaining, key=lambda n: (nearest[n], -n))
         order.append(pick)
         remaining.remove(pick)
         for n in remaining:
-            nearest[n] = min(nearest[n], math.dist(scaled[n], scaled[pick]))
+            nearest[n] = min(nearest[n], _gap(scaled[n], scaled[pick]))
     return order
 
 
-def _check(minimize: Sequence[bool], points: Iterable[Point]) -> None:
+#: Decimals a squared distance between scaled points (each in ``[0, 1]``) is rounded to.
+_DIGITS = 9
+
+
+def _gap(p: tuple[float, ...], q: tuple[float, ...]) -> float:
+    """The squared Euclidean distance of two scaled points, rounded to :data:`_DIGITS`."""
+    return round(sum((x - y) ** 2 for x, y in zip(p, q, strict=True)), _DIGITS)
+
+
+def _check(minimize: Sequence[bool], points: Iterable[Point], name: str = "points") -> None:
+    """Raise a one-line ValueError naming ``name`` when a point has not one value per
+    objective (or ``minimize`` is empty)."""
     if not minimize:
         raise ValueError("The value of `minimize` is empty, but must say, per objective, whether "
                          "lower is better.")
     for point in points:
         if len(point) != len(minimize):
-            raise ValueError(f"The value of a point is {tuple(point)}, but must have one value "
-                             f"per objective ({len(minimize)}).")
+            raise ValueError(f"The value of `{name}` holds {tuple(point)}, but must have one "
+                             f"value per objective ({len(minimize)}).")
