@@ -8,8 +8,10 @@ folder). From then on rank 0 posts every message there, numbered, as JSON:
 
 * ``["trial", study_name, number]`` when a trial begins, then ``["param", name, value]`` for each
   suggested value (so suggest every hyperparameter before ``trainer.fit``);
-* ``["stop"]`` when an ``optimize`` call ends: a script may then call ``optimize`` again, on the
-  same study or another one, and every rank follows each call in order;
+* ``["stop"]`` when an ``optimize`` call ends (rank 0 waits until every rank took it, up to
+  :data:`STOP_ACK_S` seconds, since its exit deletes the mailbox): a script may then call
+  ``optimize`` again, on the same study or another one, and every rank follows each call in
+  order;
 * ``["error", {...}]`` when rank 0's ``optimize`` ends with an exception: the other ranks raise
   the same exception (or :class:`LeaderError` with its text), so every rank exits with the error.
 
@@ -45,6 +47,9 @@ _logger = logging.getLogger(__name__)
 TRIAL_ENV = "LIGHTNING_HPO_DDP_TRIAL"
 #: Seconds rank 0 waits for the other ranks to take an error before breaking the process group.
 ERROR_ACK_S = 5.0
+#: Seconds rank 0 waits, at the end of an ``optimize`` call, for the other ranks to take it (they
+#: leave their last ``fit`` with it; a rank gone meanwhile only costs this wait, with a warning).
+STOP_ACK_S = 60.0
 _KEY = "lightning_hpo/ddp/{}/{}"  # kind ("msg" or "ack"), sequence number
 
 
@@ -203,8 +208,13 @@ class LeaderChannel:
             self._env["params"][name] = value
             os.environ[TRIAL_ENV] = json.dumps(self._env)
 
-    def finish(self, error: BaseException | None = None) -> None:
+    def finish(self, error: BaseException | None = None, *, wait: bool = True) -> None:
         """End an ``optimize`` call: the other ranks return from theirs, or raise ``error``.
+
+        Without an error, waits (``wait``) until every other rank has taken the end, at most
+        :data:`STOP_ACK_S` seconds. The launcher's worker does not wait: it kills its other
+        ranks itself when it leaves, and one of them may be stuck in a collective of an
+        interrupted trial.
 
         With an error, waits until every other rank has taken it; a rank that does not within
         :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so the process
@@ -214,7 +224,15 @@ class LeaderChannel:
         if not process_group_up():
             return
         if error is None:
-            self._post(["stop"])
+            # Wait until every rank took it: once this process exits, its mailbox folder is
+            # deleted, and a rank still to read it would wait on the deleted file for ever.
+            import torch.distributed as dist
+
+            others = dist.get_world_size() - 1
+            seq = self._post(["stop"])
+            if wait and not self._wait_acks(seq, others, STOP_ACK_S):
+                _logger.warning("other ranks did not take the end of optimize within %.0f s",
+                                STOP_ACK_S)
             return
         import torch.distributed as dist
 
@@ -228,10 +246,10 @@ class LeaderChannel:
         self._wait_acks(seq, others)
 
     @classmethod
-    def _wait_acks(cls, seq: int, expected: int) -> bool:
+    def _wait_acks(cls, seq: int, expected: int, seconds: float = ERROR_ACK_S) -> bool:
         if cls._mailbox is None:
             return False
-        deadline = time.monotonic() + ERROR_ACK_S
+        deadline = time.monotonic() + seconds
         while cls._mailbox.acks(seq) < expected:
             if time.monotonic() > deadline:
                 return False
@@ -282,9 +300,14 @@ class FollowerChannel:
     def receive(self) -> list[Any]:
         """The next message from rank 0, waiting as long as rank 0 lives."""
         pause = 0.001
-        while (message := self._mailbox.poll(self._next)) is None:
-            if os.getppid() != self._leader_pid:
+        while True:
+            # A FileStore whose file is gone waits for ever: check that rank 0 and its mailbox
+            # are still there before each read.
+            if os.getppid() != self._leader_pid or not os.path.exists(self._mailbox.path):
                 raise RuntimeError("lightning_hpo: rank 0 exited; this rank stops too")
+            message = self._mailbox.poll(self._next)
+            if message is not None:
+                break
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
         self._next += 1

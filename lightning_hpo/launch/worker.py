@@ -505,7 +505,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
     finally:
         if channel is not None:
             try:
-                channel.finish()
+                channel.finish(wait=False)  # _kill_children ends the other ranks
             except Exception:  # the group may be gone after an interrupt; nothing to tell
                 _logger.debug("could not tell follower ranks to stop", exc_info=True)
 
