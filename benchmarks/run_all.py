@@ -11,8 +11,10 @@ adds scaling (1, 2 and 4 workers where the machine has the cores), search effici
 TPE and GP sampling, each with and without ASHA, 3 seeds, the same epoch budget) and
 pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and the
 textbook round's 34 vs 58 epochs) and the launcher against a plain Optuna script on the
-quickstart's search (``bench_peers.py``, and its 10x longer epochs), about 35 minutes more on
-2 idle cores. ``--quick`` runs
+quickstart's search (``bench_peers.py``, and its 10x longer epochs) and, with several
+objectives, hypervolume against epochs and wall-clock for random search, MO-ASHA (stopping and
+promotion) and Syne Tune's MOASHA when installed (``bench_multiobjective.py``), about 45
+minutes more on 2 idle cores. ``--quick`` runs
 every benchmark in its small mode.
 
     python benchmarks/run_all.py            # make bench
@@ -50,6 +52,7 @@ FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_gpu.py", [], ["--quick"]),
     ("bench_peers.py", [], ["--runs", "1", "--trials", "8"]),
     ("bench_peers.py", ["--long", "--runs", "2"], ["--long", "--runs", "1", "--trials", "4"]),
+    ("bench_multiobjective.py", [], ["--smoke"]),
 ]
 
 

@@ -976,3 +976,82 @@ def test_the_long_variant_is_a_config_the_launcher_accepts(
     else:
         assert (cfg.data, cfg.data_args) == ("bigger_digits:RepeatedDigits", {"repeat": 10})
         check_against_registry(cfg)
+
+
+# -- bench_multiobjective: hypervolume against epochs and wall-clock, several objectives ------
+
+
+def test_bench_multiobjective_docstring_examples() -> None:
+    import bench_multiobjective
+
+    result = doctest.testmod(bench_multiobjective, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10 and result.failed == 0
+
+
+@pytest.mark.parametrize("method", ["random", "moasha-stop", "moasha-promotion"])
+def test_bench_multiobjective_config_is_a_valid_launcher_config(
+    method: str, tmp_path: Path
+) -> None:
+    import bench_multiobjective as mo
+
+    from lightning_hpo.launch.config import parse_config
+
+    configs = mo.configurations(3, 4)
+    cfg = parse_config(mo.build_config(method, 3, configs, str(tmp_path / "s.journal"),
+                                       str(tmp_path)))
+    assert cfg.metrics == ("validation_error", "parameters") and cfg.initial == configs
+    assert cfg.stop.n_trials == 4 and cfg.max_epochs == mo.MAX_EPOCHS
+    assert cfg.pruner.name == ("none" if method == "random" else "asha")
+    with pytest.raises(ValueError, match="allowed"):
+        mo.build_config("syne-tune", 0, configs, "x", "y")
+
+
+@pytest.mark.slow
+def test_bench_multiobjective_smoke_runs_without_syne_tune(tmp_path: Path) -> None:
+    """The smallest mode for real (seed 0, 27 epochs a method), Syne Tune absent (an empty
+    folder in place of benchmarks/.peers/syne): its rows say so; the figures and the per-epoch
+    record are consistent (no threshold)."""
+    import importlib.util
+
+    import bench_multiobjective as mo
+
+    from lightning_hpo.report import hypervolume_frame
+
+    if importlib.util.find_spec("syne_tune") is not None:
+        pytest.skip("syne_tune is importable in the test environment itself")
+    out = tmp_path / "out"
+    stdout, figures = _run_bench("bench_multiobjective.py", "--smoke", "--syne-site",
+                                 str(tmp_path / "no-syne"), "--out", str(out),
+                                 tmp_path=tmp_path)
+    assert f"skipped: syne-tune not installed (run {mo.INSTALL_HINT})" in stdout
+    assert [f.what for f in figures] == [
+        "MO-ASHA stop epochs to random search's final hypervolume",
+        "MO-ASHA promotion epochs to random search's final hypervolume",
+        "MO-ASHA stop wall-clock to the same hypervolume as Syne Tune MOASHA",
+        "MO-ASHA promotion wall-clock to the same hypervolume as Syne Tune MOASHA"]
+    assert [f.met in (True, False) for f in figures] == [True, True, False, False]
+    assert all(f.measured.startswith("skipped: syne-tune not installed") for f in figures[2:])
+    record = json.loads((out / "record.json").read_text())
+    epochs = 3 * mo.MAX_EPOCHS
+    assert record["epochs"] == epochs and record["seeds"] == [0]
+    assert sorted(r["method"] for r in record["runs"]) == sorted(mo.OURS)
+    finals = {}
+    for run in record["runs"]:
+        hv, seconds = run["hypervolume"], run["seconds"]
+        assert run["epochs"] == len(hv) == len(seconds) == epochs
+        assert all(a <= b for a, b in zip(hv, hv[1:], strict=False))  # never decreases
+        assert all(a <= b for a, b in zip(seconds, seconds[1:], strict=False))
+        assert 0 < hv[-1] < 1 and 0 < seconds[-1] <= run["wall"]
+        finals[run["method"]] = hv[-1]
+    rs = next(r for r in record["runs"] if r["method"] == "random")
+    assert rs["trials"] >= 3  # 9 epochs a trial: at least 3 trials for 27 epochs
+    # the report's hypervolume of the whole study is the benchmark's of every epoch it read
+    ref = tuple(record["reference"])
+    for method in mo.OURS:
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
+            str(out / f"{method}-seed0.journal")))
+        study = optuna.load_study(study_name=f"{method}-seed0", storage=storage)
+        frame = hypervolume_frame(study, reference=ref)
+        ours = mo.hypervolume_curve(mo.stream(mo.study_points(study.trials)), ref)
+        assert frame["hypervolume"].iloc[-1] == pytest.approx(ours[-1], rel=1e-9)
+        assert ours[epochs - 1] / (ref[0] * ref[1]) == pytest.approx(finals[method], rel=1e-9)
