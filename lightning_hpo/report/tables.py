@@ -439,15 +439,7 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
         best_complete = seen if improved_complete else best_complete
         assert t0 is not None  # an observation needs a started trial
         rows.append({
-            "trial": seen.trial.number,
-            "state": seen.trial.state,
-            "status": seen.trial.status,
-            "stopped_by": seen.trial.stopped_by,
-            "kind": seen.kind,
-            "step": seen.step,
-            "time": seen.time,
-            "elapsed_s": seen.time - t0,
-            "time_estimated": seen.estimated,
+            **_observed(seen, t0),
             "value": seen.value,
             "best": None if best is None else best.value,
             "best_trial": None if best is None else best.trial.number,
@@ -535,15 +527,7 @@ def hypervolume_frame(
                              and complete.add(seen.values))
         assert t0 is not None  # an observation needs a started trial
         rows.append({
-            "trial": seen.trial.number,
-            "state": seen.trial.state,
-            "status": seen.trial.status,
-            "stopped_by": seen.trial.stopped_by,
-            "kind": seen.kind,
-            "step": seen.step,
-            "time": seen.time,
-            "elapsed_s": seen.time - t0,
-            "time_estimated": seen.estimated,
+            **_observed(seen, t0),
             **dict(zip(objectives, seen.values, strict=True)),
             "hypervolume": 0.0 if any_epoch is None else any_epoch.value,
             "improved": improved,
@@ -727,3 +711,18 @@ def _segment_epoch_ends(trial: TrialRecord, horizon: float) -> list[float]:
                 x = start + (end - start) * k / n - 1e-9 * (end - start) / n
             found.append(x)
     return found
+
+
+def _observed(seen: Observation, t0: float) -> dict[str, Any]:
+    """The columns every observation row starts with: its trial, kind, step and times."""
+    return {
+        "trial": seen.trial.number,
+        "state": seen.trial.state,
+        "status": seen.trial.status,
+        "stopped_by": seen.trial.stopped_by,
+        "kind": seen.kind,
+        "step": seen.step,
+        "time": seen.time,
+        "elapsed_s": seen.time - t0,
+        "time_estimated": seen.estimated,
+    }
