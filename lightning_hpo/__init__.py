@@ -57,6 +57,9 @@ _EXPORTS = {
     "LeaderError": "lightning_hpo.distributed",
     "rung_levels": "lightning_hpo.rungs",
     "successive_halving_plan": "lightning_hpo.rungs",
+    "hypervolume": "lightning_hpo.pareto",
+    "nondominated_fronts": "lightning_hpo.pareto",
+    "pareto_order": "lightning_hpo.pareto",
 }
 
 __all__ = [
@@ -79,8 +82,11 @@ __all__ = [
     "build_datamodule",
     "build_model",
     "create_study",
+    "hypervolume",
     "is_follower",
     "load_study",
+    "nondominated_fronts",
+    "pareto_order",
     "rung_levels",
     "successive_halving_plan",
 ]
@@ -103,6 +109,7 @@ if TYPE_CHECKING:
     )
     from lightning_hpo.errors import ConfigError
     from lightning_hpo.models import MODELS, DropoutMLP, LeNet, build_model
+    from lightning_hpo.pareto import hypervolume, nondominated_fronts, pareto_order
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
     from lightning_hpo.rungs import rung_levels, successive_halving_plan
     from lightning_hpo.tensor_data import TensorBatches, TensorDataModule

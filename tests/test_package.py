@@ -38,6 +38,9 @@ _SURFACE = {
     "is_follower": "lightning_hpo.distributed",
     "LeaderError": "lightning_hpo.distributed",
     "rung_levels": "lightning_hpo.rungs",
+    "hypervolume": "lightning_hpo.pareto",
+    "nondominated_fronts": "lightning_hpo.pareto",
+    "pareto_order": "lightning_hpo.pareto",
     "successive_halving_plan": "lightning_hpo.rungs",
 }
 
