@@ -169,6 +169,28 @@ def test_maximized_objectives_and_the_pareto_front_in_the_summary(tmp_path: Path
         assert f"  trial {number}: validation_error " in result.stdout
 
 
+def test_latency_measured_at_validation_is_an_objective(tmp_path: Path) -> None:
+    """``latency_ms`` (the forward pass's milliseconds per validation example, logged with
+    ``model.measure_latency: true``) against the error: a value measured, not trained."""
+    url = str(tmp_path / "t.journal")
+    config = config_file(
+        tmp_path, storage=url, metric=["validation_error", "latency_ms"],
+        direction=["minimize", "minimize"], space=SPACE, initial=[],
+        model={"name": "lenet", "measure_latency": True},
+        pruner={"name": "asha", "min_resource": 1, "max_resource": 2},
+        trainer={"limit_train_batches": 4, "limit_val_batches": 2},
+        devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 4},
+    )
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    study = study_of(url)
+    assert study.metric_names == ["validation_error", "latency_ms"]
+    for trial in study.get_trials(deepcopy=False):
+        for error, latency in objective_curve(trial).values():
+            assert 0.0 <= error <= 1.0 and 0.0 < latency < 1000.0
+    assert "latency_ms" in result.stdout
+
+
 def test_a_study_run_again_with_more_trials_resumes(tmp_path: Path) -> None:
     url = str(tmp_path / "t.journal")
     pruner = {"name": "asha", "mode": "promotion", "min_resource": 1, "max_resource": 3}
