@@ -31,8 +31,9 @@ test: $(STAMP)
 	bash scripts/ensure_slurm.sh
 	$(PY) -m pytest
 
-# One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules
-# and the launcher against a plain Optuna script (bench_peers.py) (~40 min).
+# One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules,
+# the launcher against a plain Optuna script (bench_peers.py) and several objectives
+# (bench_multiobjective.py) (~50 min).
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 
