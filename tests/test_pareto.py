@@ -565,3 +565,19 @@ def test_a_point_of_the_wrong_length_is_a_one_line_value_error(call, argument: s
 def test_a_point_of_the_wrong_length_names_the_argument(call, argument: str) -> None:
     with pytest.raises(ValueError, match=f"The value of {argument}"):
         call()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_two_objectives_sort_as_the_all_pairs_sort(seed: int) -> None:
+    """Two objectives take a sort-and-bisect path (O(n log n)); it gives the fronts of the
+    all-pairs sort (three objectives, one constant), ties, duplicates, NaN and infinities
+    included, in both directions."""
+    rng = random.Random(seed)
+    for _ in range(500):
+        points = {k: (rng.choice([0, 1, 2, 3, rng.random(), math.inf, -math.inf, math.nan]),
+                      rng.choice([0, 1, 2, rng.random(), math.inf, math.nan]))
+                  for k in range(rng.randint(0, 40))}
+        minimize = (rng.random() < 0.5, rng.random() < 0.5)
+        flat = {k: (*p, 0.0) for k, p in points.items()}
+        assert nondominated_fronts(points, minimize) == nondominated_fronts(
+            flat, (*minimize, True)), (points, minimize)
