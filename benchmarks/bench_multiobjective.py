@@ -53,11 +53,31 @@ both minimised): STOP for a result that dominates every other, where
 ``lightning_hpo.pareto.pareto_order`` ranks it first. Its decisions are compared with, never
 taken as the reference.
 
+**Replay on measured curves** (``--replay [SEEDS]``, as ``bench_schedules.py`` for one
+objective: 3 seeds cannot tell luck from the algorithm). ``--tabulate N`` measures N random
+configurations of this problem once, through the launcher (``pruner: none``, every
+configuration to epoch 27, an epoch a quarter of the training set, 2 CPU slots): each one's
+validation error per epoch and parameter count, seconds per epoch, the trial start and a
+resume checkpoint's cost, stored in ``benchmarks/data/lenet_digits_mo_curves.json`` (in git).
+The replay runs ``bench_schedules.simulate`` (its clock, slots and draws: trial k of every
+method trains the seed's k-th configuration) with rungs 1, 3, 9, 27 and every decision taken
+by the library: random search and stopping MO-ASHA under ``StopSchedule``, stopping MO-ASHA's
+decision at each rung by ``ASHAPruner.prune`` on an in-memory two-objective Optuna study
+(:class:`PrunerStop`), promotion MO-ASHA by ``PromotionASHA(minimize=(True, True))`` and
+synchronous SH by ``SyncSuccessiveHalving(minimize=(True, True))`` over the pairs (validation
+error, parameters), Pareto fronts and all. Per seed (100 by default), 2 slots, the budget the
+simulated time random search needs for 64 configurations: the hypervolume of every pair reported
+so far against epochs trained and simulated seconds (the same reference point), and the epochs until
+each method first reaches random search's final hypervolume over random search's own; the
+target is the median ratio <= 1/3. Syne Tune has no replay: its target needs the launcher mode.
+
     python benchmarks/bench_multiobjective.py                 # seeds 0 1 2, 12 trials' epochs
     python benchmarks/bench_multiobjective.py --install-syne-tune   # Syne Tune in its folder
     python benchmarks/bench_multiobjective.py --smoke         # seed 0, 3 trials' epochs
     python benchmarks/bench_multiobjective.py --no-syne-tune --seeds 0 1 2 3 4 --trials 30
     python benchmarks/bench_multiobjective.py --syne-sleep-time 0.5   # Syne Tune polling faster
+    python benchmarks/bench_multiobjective.py --replay         # 100 seeds on the table (~7 min)
+    python benchmarks/bench_multiobjective.py --tabulate 300   # measure the table (~5 min)
 """
 
 from __future__ import annotations
@@ -78,6 +98,7 @@ from typing import Any
 
 import optuna
 from _record import Figure, machine_line, write_figures
+from bench_schedules import Table
 
 from lightning_hpo.pareto import pareto_order
 from lightning_hpo.report.fronts import HypervolumeTrace
@@ -412,6 +433,393 @@ def syne_tune_check() -> dict[str, Any]:
     return record
 
 
+# -- the measured table (--tabulate) and its replay (--replay) ------------------------------
+
+
+#: The replay's problem: this script's space at 27 epochs (rungs 1, 3, 9, 27), an epoch a quarter
+#: of the training set (``bench_schedules.py``'s epoch).
+TABLE_EPOCHS = 27
+TABLE = HERE / "data" / "lenet_digits_mo_curves.json"
+TABULATE_WALL = 660.0  # --tabulate's launcher stop: the trials still running are left out
+
+
+def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
+             wall: float = TABULATE_WALL) -> Any:
+    """Train ``n`` configurations of this script's problem to epoch :data:`TABLE_EPOCHS`
+    through the launcher (random search, ``pruner: none``, an epoch a quarter of the training
+    set, ``workers`` CPU slots), as ``bench_schedules.tabulate`` does: each configuration's
+    validation error per epoch and parameter count (its ``objective_values``), its median
+    seconds per epoch, the median trial start and a resume checkpoint's save plus load.
+    Trials that did not complete (the launcher stops ``wall`` seconds in) are left out and
+    counted in the table's ``problem`` line."""
+    from bench_promotion import LIMIT_TRAIN_BATCHES, _segments, measure_checkpoint, run_study
+    from optuna.trial import TrialState
+
+    curves: list[list[float]] = []
+    params, seconds, starts, counts = [], [], [], []
+    with tempfile.TemporaryDirectory(prefix="bench-mo-table-") as tmp:
+        raw = build_config("random", seed, [], f"{tmp}/table.journal", tmp, workers)
+        raw["study"], raw["initial"] = "table", []
+        raw["trainer"] = {"max_epochs": TABLE_EPOCHS, "limit_train_batches": LIMIT_TRAIN_BATCHES}
+        raw["stop"] = {"n_trials": n, "max_wallclock_time": wall}
+        started = time.time()
+        study = run_study(raw)
+        print(f"tabulated {n} trials in {time.time() - started:.0f} s", flush=True)
+        complete = []
+        for trial in study.get_trials(deepcopy=False):
+            curve = objective_curve(trial)
+            if trial.state == TrialState.COMPLETE and sorted(curve) == list(
+                    range(1, TABLE_EPOCHS + 1)):
+                complete.append((trial, curve))
+        for trial, curve in sorted(complete, key=lambda tc: tc[0].number):
+            curves.append([round(curve[e][0], 6) for e in range(1, TABLE_EPOCHS + 1)])
+            counts.append(int(curve[1][1]))
+            times = [float(x) for x in trial.user_attrs[ATTR.EPOCH_END_TIMES]]
+            per_epoch = statistics.median(b - a for a, b in zip(times, times[1:], strict=False))
+            params.append(trial.params)
+            seconds.append(round(per_epoch, 5))
+            segments = _segments(trial)
+            if segments:
+                starts.append(max(0.0, times[0] - segments[0].start - per_epoch))
+    cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
+    problem = (f"LeNet on digits, objectives validation_error and parameters, epoch = "
+               f"{LIMIT_TRAIN_BATCHES} of the training set, {TABLE_EPOCHS} epochs, "
+               f"bench_multiobjective.SPACE; random search through the launcher on {workers} "
+               f"CPU slots x 1 thread, sampler seed {seed}; {len(complete)} of {n} trials "
+               "complete")
+    table = MOTable(problem, machine_line(), params, {"validation_error": curves}, seconds,
+                    round(statistics.median(starts), 5), round(cost.save + cost.load, 5),
+                    cost.bytes, counts)
+    table.save(out)
+    return table
+
+
+@dataclass(frozen=True)
+class MOTable(Table):
+    """``bench_schedules.Table`` with each configuration's parameter count: ``curves`` holds
+    ``validation_error`` only (the count is the same every epoch)."""
+
+    parameters: list[int]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.parameters) != len(self.params):
+            raise ValueError("parameters must have one entry a configuration")
+
+
+#: The replay's methods: the library's schedule for each (``sync-sh``: synchronous successive
+#: halving with resume, for context).
+REPLAY_METHODS = ("random", "moasha-stop", "moasha-promotion", "sync-sh")
+REPLAY_LABELS = {**LABELS, "sync-sh": "sync SH"}
+#: ``lenet_parameters(2.0)``, the reference point's count (a test checks it), so that the
+#: replay needs no torch.
+LARGEST = 244_362
+REPLAY_REFERENCE = (1.0, float(LARGEST))
+REPLAY_SEEDS = 100
+REPLAY_FRACTIONS = (1 / 9, 1 / 3, 2 / 3, 1.0)
+
+
+class PrunerStop:
+    """Stopping MO-ASHA's decision at a rung, by the library's own pruner: ``ASHAPruner.prune``
+    (``lightning_hpo.pruners._pareto_continues``: the trial's place in
+    :func:`lightning_hpo.pareto.pareto_order` over the rung's records, then
+    :func:`lightning_hpo.pruners.asha_continues`) on an in-memory Optuna study with two
+    minimised objectives, where simulated trial k is Optuna trial k and each report writes the
+    trial's ``objective_values`` as the ``PruningCallback`` does. ``log`` keeps every decision
+    (trial, epoch, values, continues), in order.
+
+    Example::
+
+        >>> stop = PrunerStop(max_resource=27)
+        >>> [stop(k, 1, v) for k, v in enumerate([(0.5, 9.0), (0.6, 9.5), (0.4, 8.0),
+        ...                                         (0.7, 9.9)])]
+        [True, False, True, False]
+    """
+
+    def __init__(self, max_resource: int, min_resource: int = 1,
+                 reduction_factor: int = REDUCTION_FACTOR) -> None:
+        from lightning_hpo.pruners import ASHAPruner
+
+        self.pruner = ASHAPruner(min_resource, max_resource=max_resource,
+                                 reduction_factor=reduction_factor)
+        self.study = optuna.create_study(directions=["minimize", "minimize"],
+                                         storage=optuna.storages.InMemoryStorage())
+        self._storage = self.study._storage
+        self._ids: list[int] = []
+        self._rows: dict[int, list[list[float]]] = {}
+        self.log: list[tuple[int, int, tuple[float, ...], bool]] = []
+
+    def __call__(self, trial: int, epoch: int, values: tuple[float, ...]) -> bool:
+        while len(self._ids) <= trial:  # Optuna numbers trials in the order they are asked
+            self._ids.append(self.study.ask()._trial_id)
+        trial_id = self._ids[trial]
+        rows = self._rows.setdefault(trial, [])
+        rows.append([epoch, *values])
+        self._storage.set_trial_user_attr(trial_id, ATTR.OBJECTIVE_VALUES, rows)
+        keep = not self.pruner.prune(self.study, self._storage.get_trial(trial_id))
+        self.log.append((trial, epoch, tuple(values), keep))
+        return keep
+
+
+def replay_schedule(method: str, max_resource: int) -> Any:
+    """The library's schedule of a replayed method (both objectives minimised)."""
+    from lightning_hpo.schedules import PromotionASHA, StopSchedule, SyncSuccessiveHalving
+
+    if method in ("random", "moasha-stop"):
+        return StopSchedule(max_resource)
+    if method == "moasha-promotion":
+        return PromotionASHA(1, max_resource, REDUCTION_FACTOR, minimize=MINIMIZE)
+    if method == "sync-sh":
+        return SyncSuccessiveHalving(1, max_resource, REDUCTION_FACTOR, minimize=MINIMIZE)
+    raise ValueError(f"method is {method!r}; allowed: {', '.join(REPLAY_METHODS)}")
+
+
+@dataclass
+class Replay:
+    """One replayed (method, seed) run: the simulator's run (``run.events``: every epoch trained
+    in simulated time order, a value pair or NaN for a retrained epoch), and the hypervolume of
+    every pair reported so far after each of those epochs (a share of the reference box)."""
+
+    run: Any  # bench_schedules.SimRun
+    curve: list[float]
+    stopper: PrunerStop | None = None
+
+    @property
+    def epochs(self) -> int:
+        return len(self.curve)
+
+    @property
+    def final(self) -> float:
+        return self.curve[-1] if self.curve else 0.0
+
+    @property
+    def times(self) -> list[float]:
+        return [e.time for e in self.run.events]
+
+    def reach(self, target: float) -> tuple[int, float] | None:
+        return reach(self.curve, self.times, target, 0.0)
+
+
+def replay(table: MOTable, method: str, seed: int, budget: float, slots: int = WORKERS,
+           gap: float | None = None, ref: Sequence[float] = REPLAY_REFERENCE) -> Replay:
+    """Replay ``method`` on the measured table with ``bench_schedules.simulate`` (its clock,
+    slots and draws: trial k of every method trains the seed's k-th configuration); each
+    epoch reports the pair (validation error, parameters) of its configuration."""
+    from bench_schedules import GAP_SECONDS, simulate
+
+    errors = table.values("validation_error")
+
+    def value_of(config: int, epoch: int) -> tuple[float, float]:
+        return (errors[config][epoch - 1], float(table.parameters[config]))
+
+    stopper = PrunerStop(table.max_epochs) if method == "moasha-stop" else None
+    run = simulate(table, method, seed, budget, slots, gap=GAP_SECONDS if gap is None else gap,
+                   schedule=replay_schedule(method, table.max_epochs), value_of=value_of,
+                   continues=stopper)
+    trace = HypervolumeTrace(ref, MINIMIZE)
+    area = math.prod(ref)
+    curve = []
+    for event in run.events:
+        if isinstance(event.value, tuple):
+            trace.add(event.value)
+        curve.append(round(trace.value / area, 12))
+    return Replay(run, curve, stopper)
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Spearman's rank correlation (average ranks for ties).
+
+    Example::
+
+        >>> spearman([1, 2, 3, 4], [10, 20, 30, 25]), spearman([1, 2, 3], [3, 2, 1])
+        (0.8, -1.0)
+    """
+    def ranks(values: Sequence[float]) -> list[float]:
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        out = [0.0] * len(values)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                out[order[k]] = (i + j) / 2 + 1
+            i = j + 1
+        return out
+
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    var = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return cov / var if var else math.nan
+
+
+def describe(table: MOTable, ref: Sequence[float] = REPLAY_REFERENCE) -> list[str]:
+    """What the table holds: the parameter range, the errors, how well an early rung predicts
+    the last (Spearman), and the hypervolume of every pair of the table (the most any method
+    can reach)."""
+    errors = table.values("validation_error")
+    last = [c[-1] for c in errors]
+    rungs = [e for e in (1, 3, 9) if e < table.max_epochs]
+    rho = ", ".join(f"epoch {e} {spearman([c[e - 1] for c in errors], last):.2f}"
+                    for e in rungs)
+    counts = sorted(table.parameters)
+    everything = hypervolume_curve(
+        [EpochPoint(0.0, c, e + 1, (v, float(table.parameters[c])))
+         for c, curve in enumerate(errors) for e, v in enumerate(curve)], ref)[-1]
+    finals = hypervolume_curve([EpochPoint(0.0, c, 0, (v, float(table.parameters[c])))
+                                for c, v in enumerate(last)], ref)[-1]
+    area = math.prod(ref)
+    return [
+        f"parameters {counts[0]:,} .. {counts[-1]:,} (median {statistics.median(counts):,.0f});"
+        f" validation error at epoch {table.max_epochs}: min {min(last):.4f}, median "
+        f"{statistics.median(last):.4f}, max {max(last):.4f}",
+        f"Spearman of a configuration's error at {rho} with its error at epoch "
+        f"{table.max_epochs}",
+        f"hypervolume of the whole table: every epoch's pair {everything / area:.5f}, the final "
+        f"epochs' only {finals / area:.5f} (share of the reference box {tuple(ref)})",
+    ]
+
+
+@dataclass(frozen=True)
+class ReplaySeed:
+    """One seed: random search's final hypervolume (the target) and each method's epochs and
+    simulated seconds to it (None: never)."""
+
+    seed: int
+    target: float
+    epochs: dict[str, int | None]
+    seconds: dict[str, float | None]
+
+    def ratio(self, method: str) -> float:
+        """Epochs to the target / random search's own; +inf when never reached."""
+        hit, own = self.epochs[method], self.epochs[BASELINE]
+        return math.inf if hit is None or not own else hit / own
+
+
+def replay_outcome(seed: int, runs: dict[str, Replay]) -> ReplaySeed:
+    target = runs[BASELINE].final
+    hits = {m: r.reach(target) if target > 0 else None for m, r in runs.items()}
+    return ReplaySeed(seed, target, {m: h[0] if h else None for m, h in hits.items()},
+                      {m: h[1] if h else None for m, h in hits.items()})
+
+
+def replay_report(runs: dict[tuple[str, int], Replay], outcomes: Sequence[ReplaySeed],
+                  methods: Sequence[str], budget: float) -> tuple[list[str], list[Figure]]:
+    """The Markdown table over seeds, hypervolume at fractions of the budget, and the
+    targets (median of the per-seed ratios, <= 1/3, never lowered)."""
+    from bench_schedules import _fmt, quartiles
+
+    lines = ["| method | trials started | epochs trained | final HV: median [q1, q3] | epochs "
+             "to random's final HV: median [q1, q3] | ratio to random: median [q1, q3] | "
+             "simulated s to it: median | seeds reaching it |",
+             "|---|---|---|---|---|---|---|---|"]
+    for method in methods:
+        mine = [runs[(method, o.seed)] for o in outcomes]
+        e1, e2, e3 = quartiles([math.inf if o.epochs[method] is None else float(o.epochs[method])
+                                for o in outcomes])
+        q1, q2, q3 = quartiles([o.ratio(method) for o in outcomes])
+        f1, f2, f3 = quartiles([r.final for r in mine])
+        secs = statistics.median(math.inf if o.seconds[method] is None else o.seconds[method]
+                                 for o in outcomes)
+        lines.append(
+            f"| {REPLAY_LABELS[method]} | {statistics.median(r.run.trials for r in mine):g} | "
+            f"{statistics.median(r.epochs for r in mine):g} | {f2:.4f} [{f1:.4f}, {f3:.4f}] | "
+            f"{_fmt(e2, 4)} [{_fmt(e1, 4)}, {_fmt(e3, 4)}] | {_fmt(q2)} [{_fmt(q1)}, "
+            f"{_fmt(q3)}] | {_fmt(secs, 4)} | "
+            f"{sum(o.epochs[method] is not None for o in outcomes)}/{len(outcomes)} |")
+    lines += ["", "hypervolume (share of the box; median over seeds) at a fraction of the "
+              f"budget ({budget:.0f} simulated s)",
+              "| method | " + " | ".join(f"{f:.2g} ({f * budget:.0f} s)"
+                                         for f in REPLAY_FRACTIONS) + " |",
+              "|---|" + "---|" * len(REPLAY_FRACTIONS)]
+    for method in methods:
+        mine = [runs[(method, o.seed)] for o in outcomes]
+        lines.append(f"| {REPLAY_LABELS[method]} | " + " | ".join(
+            f"{statistics.median(value_at(r.curve, r.times, 0.0, seconds=f * budget) for r in mine):.4f}"  # noqa: E501
+            for f in REPLAY_FRACTIONS) + " |")
+    figures = []
+    base = statistics.median(math.inf if o.epochs[BASELINE] is None else o.epochs[BASELINE]
+                             for o in outcomes)
+    for method in (m for m in ASHA if m in methods):
+        ratio = statistics.median(o.ratio(method) for o in outcomes)
+        hit = statistics.median(math.inf if o.epochs[method] is None else o.epochs[method]
+                                for o in outcomes)
+        figures.append(Figure(
+            f"{REPLAY_LABELS[method]}: epochs to random search's final hypervolume / random's "
+            f"own (median, {len(outcomes)} seeds, replayed on measured curves)",
+            "bench_multiobjective.py", f"{_fmt(hit, 4)} epochs",
+            f"{_fmt(base, 4)} epochs random search", _fmt(ratio), "<= 1/3",
+            ratio <= TARGET_EPOCHS))
+    return lines, figures
+
+
+def _replay_seed(task: tuple[MOTable, int, float, int, float, Sequence[str]]
+                 ) -> tuple[int, dict[str, Replay]]:
+    """One seed's runs of every method (for a process pool: the stoppers' studies are left
+    out of what comes back)."""
+    table, seed, budget, slots, gap, methods = task
+    runs = {m: replay(table, m, seed, budget, slots, gap) for m in methods}
+    for run in runs.values():
+        run.stopper = None
+    return seed, runs
+
+
+def run_replay(table_path: Path, seeds: int, slots: int, budget: float | None,
+               gap: float | None, methods: Sequence[str], json_out: str | None,
+               jobs: int = 1) -> int:
+    """``--replay``: every method on seeds 0..seeds-1 over the measured table (``jobs``
+    processes); prints the table's description, the report and PASS/MISS."""
+    from bench_schedules import GAP_SECONDS, default_budget
+
+    try:
+        table = MOTable.load(table_path)
+    except (OSError, ValueError, TypeError) as error:
+        print(f"error: cannot read the table {table_path}: {error} (measure it with "
+              "--tabulate N)", file=sys.stderr)
+        return 2
+    gap = GAP_SECONDS if gap is None else gap
+    budget = budget or default_budget(table, slots, gap=gap)
+    print(machine_line())
+    print(f"table: {table.problem} ({len(table.params)} configurations; measured on "
+          f"{table.machine.split(';')[0].removeprefix('machine: ')}, "
+          f"{table.machine.rsplit(';', 1)[-1].strip()})")
+    for line in describe(table):
+        print(line)
+    print(f"epoch {statistics.median(table.epoch_seconds):.3f} s (median), trial start "
+          f"{table.start_seconds:.3f} s + {gap:.3f} s between segments, checkpoint save + load "
+          f"{table.checkpoint_seconds:.4f} s; rungs 1/3/9/{table.max_epochs}, eta "
+          f"{REDUCTION_FACTOR}; {slots} slots; {budget:.0f} simulated s per run (random search's"
+          f" time for 64 configurations); seeds 0..{seeds - 1}; reference point "
+          f"{REPLAY_REFERENCE}", flush=True)
+    started = time.perf_counter()
+    runs: dict[tuple[str, int], Replay] = {}
+    outcomes = []
+    tasks = [(table, seed, budget, slots, gap, tuple(methods)) for seed in range(seeds)]
+    if jobs > 1 and seeds > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("fork").Pool(min(jobs, seeds)) as pool:
+            done = pool.map(_replay_seed, tasks, chunksize=1)
+    else:
+        done = [_replay_seed(task) for task in tasks]
+    for seed, mine in done:
+        runs.update({(m, seed): r for m, r in mine.items()})
+        outcomes.append(replay_outcome(seed, mine))
+    lines, figures = replay_report(runs, outcomes, methods, budget)
+    print(f"\nreplayed {len(methods)} methods x {seeds} seeds in "
+          f"{time.perf_counter() - started:.1f} s ({jobs} process(es))\n")
+    print("\n".join(lines))
+    print()
+    for figure in figures:
+        print(f"{figure.verdict}  {figure.what}: {figure.measured} vs {figure.baseline}, ratio "
+              f"{figure.ratio} (target {figure.target})")
+    print("Syne Tune's wall-clock target needs the launcher mode (no --replay): the replay "
+          "has no Syne Tune.")
+    write_figures(json_out, figures)
+    return 0
+
+
 # -- the report ----------------------------------------------------------------------------
 
 
@@ -611,6 +1019,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the journals, logs and the per-epoch record here (default: "
                         "a temporary folder)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
+    replay_group = parser.add_argument_group(
+        "replay on measured curves (no training; --tabulate measures the table)")
+    replay_group.add_argument("--replay", type=int, nargs="?", const=REPLAY_SEEDS,
+                              metavar="SEEDS", default=None,
+                              help="replay random search, MO-ASHA (stopping, promotion) and "
+                              f"sync SH on the measured table, seeds 0..SEEDS-1 (default "
+                              f"{REPLAY_SEEDS})")
+    replay_group.add_argument("--table", type=Path, default=TABLE,
+                              help="the measured table (default benchmarks/data/"
+                              f"{TABLE.name})")
+    replay_group.add_argument("--tabulate", type=int, metavar="N", default=None,
+                              help=f"first measure N configurations to epoch {TABLE_EPOCHS} "
+                              "through the launcher into --table (the launcher stops after "
+                              f"{TABULATE_WALL:.0f} s: about 200 on 2 cores)")
+    replay_group.add_argument("--slots", type=int, default=WORKERS,
+                              help=f"simulated slots (default {WORKERS}); CPU slots of "
+                              "--tabulate")
+    replay_group.add_argument("--budget", type=float, default=None,
+                              help="simulated seconds per run (default: random search's time "
+                              "for 64 configurations on the slots)")
+    replay_group.add_argument("--gap", type=float, default=None,
+                              help="seconds between two segments on a slot (default "
+                              "bench_schedules.GAP_SECONDS)")
+    replay_group.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
+                              help="processes replaying seeds (default: up to 2)")
     parser.add_argument("--launch", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--epochs-total", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -618,6 +1051,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.launch is not None:
         launch(args.launch, args.epochs_total)
         return 0
+    if args.tabulate is not None or args.replay is not None:
+        if (args.tabulate is not None and args.tabulate < 1) or args.slots < 1 or (
+                args.replay is not None and args.replay < 1) or (
+                args.budget is not None and args.budget <= 0) or (
+                args.gap is not None and args.gap < 0):
+            parser.error("--tabulate, --replay, --slots and --budget must be positive, --gap "
+                         ">= 0")
+        if args.tabulate is not None:
+            table = tabulate(args.tabulate, args.table, args.slots)
+            print(f"{len(table.params)} configurations measured into {args.table}")
+        if args.replay is None:
+            return 0
+        return run_replay(args.table, args.replay, args.slots, args.budget, args.gap,
+                          REPLAY_METHODS, args.json, max(1, args.jobs))
     if args.syne_site is not None:
         SYNE_SITE = args.syne_site.resolve()
     seeds = args.seeds or ([0] if args.smoke else [0, 1, 2])

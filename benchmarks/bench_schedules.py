@@ -57,7 +57,7 @@ import statistics
 import sys
 import tempfile
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,7 +210,9 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
              min_resource: int = MIN_RESOURCE, reduction_factor: int = REDUCTION_FACTOR,
              n_trials: int | None = None, metric: str = METRIC,
              configs: Sequence[int] | None = None, gap: float = 0.0,
-             max_paused: int | None = None) -> SimRun:
+             max_paused: int | None = None, *, schedule: Schedule | None = None,
+             value_of: Callable[[int, int], Any] | None = None,
+             continues: Callable[[int, int, Any], bool] | None = None) -> SimRun:
     """Replay ``method`` on ``table`` for ``budget`` simulated seconds on ``slots`` slots.
 
     Trial k trains configuration ``draws[k]``, the k-th draw of ``random.Random(seed)`` over
@@ -220,6 +222,12 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
     at the same instant go to the lower slot. ``gap``: seconds every segment waits before it
     starts (the launcher's hand-over; :data:`GAP_SECONDS`), counted as idle. ``max_paused``:
     promotion ASHA's bound on paused trials (``checkpoint.max_paused``).
+
+    For other problems (``bench_multiobjective.py``'s two objectives): ``schedule`` replaces
+    the method's (:func:`schedule_for`); ``value_of(config, epoch)`` gives the value a trial
+    reports (default: ``metric``'s curve; the table's rows are still the configurations);
+    ``continues(trial, epoch, value)`` is the stopping decision at each rung below the last
+    (default: for ``asha-stop``, :func:`asha_stopper`; otherwise none).
 
     Example (the textbook round: rungs 2, 4, 8, 10 with 8, 4, 2, 1 configurations)::
 
@@ -231,7 +239,11 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
     """
     max_resource = table.max_epochs
     curves = table.values(metric)
-    schedule = schedule_for(method, min_resource, max_resource, reduction_factor, max_paused)
+    if schedule is None:
+        schedule = schedule_for(method, min_resource, max_resource, reduction_factor,
+                                max_paused)
+    if continues is None and method == "asha-stop":
+        continues = asha_stopper(reduction_factor)
     levels = rung_levels(min_resource, max_resource=max_resource,
                          reduction_factor=reduction_factor)
     draws = random.Random(seed)
@@ -243,7 +255,6 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
         n_trials = len(chosen) if n_trials is None else min(n_trials, len(chosen))
     trials: list[_Trial] = []
     views: list[TrialView] = []  # trials[k].view(), refreshed at each change
-    records: dict[int, list[float]] = {}  # stopping ASHA: the values at each rung, sorted
     heap: list[tuple[float, int]] = []  # (end of the slot's current epoch, slot)
     running: dict[int, _Segment] = {}
     free = list(range(slots))
@@ -299,18 +310,13 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
         if epoch <= segment.known:  # retrained from scratch: compute, no new value
             events.append(EpochEvent(now, trial.number, epoch, math.nan))
         else:
-            value = curves[trial.config][epoch - 1]
+            value = (curves[trial.config][epoch - 1] if value_of is None
+                     else value_of(trial.config, epoch))
             trial.values[epoch], trial.epoch = value, epoch
             events.append(EpochEvent(now, trial.number, epoch, value))
-            if method == "asha-stop" and epoch in levels and epoch < max_resource:
-                at_rung = records.setdefault(epoch, [])
-                if not math.isfinite(value):
-                    trial.state = "pruned"  # as the pruner: pruned, not recorded
-                else:
-                    n_better = bisect_left(at_rung, value)
-                    insort(at_rung, value)
-                    if not asha_continues(len(at_rung), n_better, reduction_factor):
-                        trial.state = "pruned"
+            if (continues is not None and epoch in levels and epoch < max_resource
+                    and not continues(trial.number, epoch, value)):
+                trial.state = "pruned"
         if trial.state == "pruned":
             del running[slot]
             free.append(slot)
@@ -327,6 +333,30 @@ def simulate(table: Table, method: str, seed: int, budget: float, slots: int,
         views[trial.number] = trial.view()
         free.sort()
     return SimRun(method, seed, budget, slots, events, len(trials), segments, busy, peak_paused)
+
+
+def asha_stopper(reduction_factor: int) -> Callable[[int, int, float], bool]:
+    """Stopping ASHA's decision at a rung, over the values recorded there (sorted, as its rung
+    store keeps them): :func:`lightning_hpo.pruners.asha_continues`; a NaN or infinite value
+    stops the trial unrecorded, as the pruner does.
+
+    Example::
+
+        >>> keep = asha_stopper(3)
+        >>> [keep(n, 1, v) for n, v in enumerate([0.5, 0.4, 0.6, float("nan")])]
+        [True, True, False, False]
+    """
+    records: dict[int, list[float]] = {}  # the values at each rung, sorted
+
+    def continues(trial: int, epoch: int, value: float) -> bool:
+        at_rung = records.setdefault(epoch, [])
+        if not math.isfinite(value):
+            return False  # as the pruner: pruned, not recorded
+        n_better = bisect_left(at_rung, value)
+        insort(at_rung, value)
+        return asha_continues(len(at_rung), n_better, reduction_factor)
+
+    return continues
 
 
 def default_budget(table: Table, slots: int, configs: int = BUDGET_CONFIGS,
@@ -510,7 +540,7 @@ def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
             seconds.append(round(per_epoch, 5))
             segments = _segments(trial)
             if segments:
-                starts.append(max(0.0, times[0] - segments[0]["start"] - per_epoch))
+                starts.append(max(0.0, times[0] - segments[0].start - per_epoch))
     cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
     problem = (f"LeNet on digits, epoch = {LIMIT_TRAIN_BATCHES} of the training set, 27 epochs, "
                f"bench_promotion.SPACE; random search through the launcher on {workers} CPU "

@@ -13,7 +13,8 @@ pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 
 textbook round's 34 vs 58 epochs) and the launcher against a plain Optuna script on the
 quickstart's search (``bench_peers.py``, and its 10x longer epochs) and, with several
 objectives, hypervolume against epochs and wall-clock for random search, MO-ASHA (stopping and
-promotion) and Syne Tune's MOASHA when installed (``bench_multiobjective.py``), about 45
+promotion) and Syne Tune's MOASHA when installed (``bench_multiobjective.py``, and its
+replay of 100 seeds on measured two-objective curves, ``--replay``), about 50
 minutes more on 2 idle cores. ``--quick`` runs
 every benchmark in its small mode.
 
@@ -53,6 +54,7 @@ FULL: list[tuple[str, list[str], list[str]]] = [
     ("bench_peers.py", [], ["--runs", "1", "--trials", "8"]),
     ("bench_peers.py", ["--long", "--runs", "2"], ["--long", "--runs", "1", "--trials", "4"]),
     ("bench_multiobjective.py", [], ["--smoke"]),
+    ("bench_multiobjective.py", ["--replay"], ["--replay", "10"]),
 ]
 
 

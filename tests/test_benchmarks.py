@@ -1055,3 +1055,89 @@ def test_bench_multiobjective_smoke_runs_without_syne_tune(tmp_path: Path) -> No
         ours = mo.hypervolume_curve(mo.stream(mo.study_points(study.trials)), ref)
         assert frame["hypervolume"].iloc[-1] == pytest.approx(ours[-1], rel=1e-9)
         assert ours[epochs - 1] / (ref[0] * ref[1]) == pytest.approx(finals[method], rel=1e-9)
+
+
+# -- bench_multiobjective --replay: two-objective curves measured once, replayed --------------
+
+
+def test_bench_multiobjective_committed_table() -> None:
+    """The committed table: >= 200 configurations of 27 epochs, each with its parameter count
+    (LeNet's at its width), within the reference point's box."""
+    import bench_multiobjective as mo
+
+    table = mo.MOTable.load(mo.TABLE)
+    assert table.max_epochs == mo.TABLE_EPOCHS == 27 and len(table.params) >= 200
+    assert list(table.curves) == ["validation_error"]
+    assert mo.lenet_parameters(2.0) == mo.LARGEST and mo.reference() == mo.REPLAY_REFERENCE
+    for params, count in list(zip(table.params, table.parameters, strict=True))[:5]:
+        assert count == mo.lenet_parameters(params["width"])
+    assert all(0 < count <= mo.LARGEST for count in table.parameters)
+    assert all(0 <= v <= 1 for curve in table.curves["validation_error"] for v in curve)
+    with pytest.raises(ValueError, match="one entry a configuration"):
+        mo.MOTable(table.problem, table.machine, table.params, table.curves,
+                   table.epoch_seconds, table.start_seconds, table.checkpoint_seconds,
+                   table.checkpoint_bytes, table.parameters[:-1])
+
+
+def test_bench_multiobjective_replay_is_consistent_and_uses_the_library() -> None:
+    """Two seeds on the committed table: hypervolume never decreases, random search's ratio is
+    1, every method trains the same configurations in the same order, promotion and sync SH are
+    the library's schedules, and every stopping decision is ``ASHAPruner``'s, the same as
+    ``asha_continues`` at the trial's place in ``pareto_order`` over the rung's records."""
+    import bench_multiobjective as mo
+    import bench_schedules
+
+    from lightning_hpo.pareto import pareto_order
+    from lightning_hpo.pruners import ASHAPruner, asha_continues
+    from lightning_hpo.schedules import PromotionASHA, StopSchedule, SyncSuccessiveHalving
+
+    table = mo.MOTable.load(mo.TABLE)
+    budget = bench_schedules.default_budget(table, 2) / 3  # a third: a cheap test
+    assert isinstance(mo.replay_schedule("moasha-promotion", 27), PromotionASHA)
+    assert mo.replay_schedule("moasha-promotion", 27).minimize == (True, True)
+    assert isinstance(mo.replay_schedule("sync-sh", 27), SyncSuccessiveHalving)
+    assert isinstance(mo.replay_schedule("moasha-stop", 27), StopSchedule)
+    for seed in (0, 1):
+        runs = {m: mo.replay(table, m, seed, budget) for m in mo.REPLAY_METHODS}
+        for run in runs.values():
+            assert run.epochs == len(run.run.events) > 0
+            assert all(a <= b for a, b in zip(run.curve, run.curve[1:], strict=False))
+            assert 0 < run.final < 1 and run.times == sorted(run.times)
+            assert run.times[-1] <= budget
+            firsts = sorted((e.trial, e.time) for e in run.run.events if e.epoch == 1)
+            assert [t for t, _ in firsts] == list(range(len(firsts)))  # trials in order
+        rs = runs["random"]
+        assert all(e.epoch <= 27 for e in rs.run.events) and rs.stopper is None
+        outcome = mo.replay_outcome(seed, runs)
+        assert outcome.target == rs.final and outcome.ratio("random") == 1.0
+        assert outcome.epochs["random"] <= rs.epochs
+        stop = runs["moasha-stop"].stopper
+        assert isinstance(stop.pruner, ASHAPruner) and stop.log
+        records: dict[int, dict[int, tuple[float, ...]]] = {}
+        for trial, epoch, values, keep in stop.log:
+            at_rung = records.setdefault(epoch, {})
+            at_rung[trial] = values
+            if len(at_rung) <= 120:
+                position = pareto_order(at_rung, (True, True)).index(trial)
+                assert keep == asha_continues(len(at_rung), position, 3)
+        pruned = {t: epoch for t, epoch, _, keep in stop.log if not keep}
+        last: dict[int, int] = {}
+        for e in runs["moasha-stop"].run.events:
+            last[e.trial] = max(last.get(e.trial, 0), e.epoch)
+        assert pruned and all(last[t] == epoch for t, epoch in pruned.items())  # stopped there
+
+
+def test_bench_multiobjective_replay_runs_and_writes_its_figures(tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    import bench_multiobjective as mo
+
+    out = tmp_path / "figures.json"
+    assert mo.main(["--replay", "2", "--budget", "12", "--jobs", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Spearman" in text and "| MO-ASHA promotion |" in text
+    figures = read_figures(out)
+    assert [f.target for f in figures] == ["<= 1/3", "<= 1/3"]
+    assert all(f.met in (True, False) for f in figures)
+    assert mo.main(["--replay", "2", "--table", str(tmp_path / "missing.json")]) == 2
+    with pytest.raises(SystemExit):
+        mo.main(["--replay", "0"])
