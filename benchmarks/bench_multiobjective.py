@@ -516,6 +516,22 @@ REPLAY_LABELS = {**LABELS, "sync-sh": "sync SH"}
 LARGEST = 244_362
 REPLAY_REFERENCE = (1.0, float(LARGEST))
 REPLAY_SEEDS = 100
+#: The largest ``--min-resource`` that leaves a rung below the table's 27 epochs (eta 3).
+MAX_REPLAY_MIN_RESOURCE = 9
+
+
+def rung_ladder(min_resource: int, max_resource: int) -> list[int]:
+    """The replay's rungs: ``min_resource * 3**k`` up to ``max_resource``, which ends them.
+
+    Example::
+
+        >>> rung_ladder(1, 27), rung_ladder(3, 27)
+        ([1, 3, 9, 27], [3, 9, 27])
+    """
+    from lightning_hpo.rungs import rung_levels
+
+    return rung_levels(min_resource, max_resource=max_resource,
+                       reduction_factor=REDUCTION_FACTOR)
 REPLAY_FRACTIONS = (1 / 9, 1 / 3, 2 / 3, 1.0)
 
 
@@ -561,16 +577,18 @@ class PrunerStop:
         return keep
 
 
-def replay_schedule(method: str, max_resource: int) -> Any:
-    """The library's schedule of a replayed method (both objectives minimised)."""
+def replay_schedule(method: str, max_resource: int, min_resource: int = 1) -> Any:
+    """The library's schedule of a replayed method (both objectives minimised), its rungs from
+    ``min_resource`` epochs."""
     from lightning_hpo.schedules import PromotionASHA, StopSchedule, SyncSuccessiveHalving
 
     if method in ("random", "moasha-stop"):
         return StopSchedule(max_resource)
     if method == "moasha-promotion":
-        return PromotionASHA(1, max_resource, REDUCTION_FACTOR, minimize=MINIMIZE)
+        return PromotionASHA(min_resource, max_resource, REDUCTION_FACTOR, minimize=MINIMIZE)
     if method == "sync-sh":
-        return SyncSuccessiveHalving(1, max_resource, REDUCTION_FACTOR, minimize=MINIMIZE)
+        return SyncSuccessiveHalving(min_resource, max_resource, REDUCTION_FACTOR,
+                                     minimize=MINIMIZE)
     raise ValueError(f"method is {method!r}; allowed: {', '.join(REPLAY_METHODS)}")
 
 
@@ -601,7 +619,8 @@ class Replay:
 
 
 def replay(table: MOTable, method: str, seed: int, budget: float, slots: int = WORKERS,
-           gap: float | None = None, ref: Sequence[float] = REPLAY_REFERENCE) -> Replay:
+           gap: float | None = None, ref: Sequence[float] = REPLAY_REFERENCE,
+           min_resource: int = 1) -> Replay:
     """Replay ``method`` on the measured table with ``bench_schedules.simulate`` (its clock,
     slots and draws: trial k of every method trains the seed's k-th configuration); each
     epoch reports the pair (validation error, parameters) of its configuration."""
@@ -612,9 +631,11 @@ def replay(table: MOTable, method: str, seed: int, budget: float, slots: int = W
     def value_of(config: int, epoch: int) -> tuple[float, float]:
         return (errors[config][epoch - 1], float(table.parameters[config]))
 
-    stopper = PrunerStop(table.max_epochs) if method == "moasha-stop" else None
+    stopper = (PrunerStop(table.max_epochs, min_resource) if method == "moasha-stop"
+               else None)
     run = simulate(table, method, seed, budget, slots, gap=GAP_SECONDS if gap is None else gap,
-                   schedule=replay_schedule(method, table.max_epochs), value_of=value_of,
+                   schedule=replay_schedule(method, table.max_epochs, min_resource),
+                   value_of=value_of,
                    continues=stopper)
     trace = HypervolumeTrace(ref, MINIMIZE)
     area = math.prod(ref)
@@ -754,12 +775,13 @@ def replay_report(runs: dict[tuple[str, int], Replay], outcomes: Sequence[Replay
     return lines, figures
 
 
-def _replay_seed(task: tuple[MOTable, int, float, int, float, Sequence[str]]
+def _replay_seed(task: tuple[MOTable, int, float, int, float, Sequence[str], int]
                  ) -> tuple[int, dict[str, Replay]]:
     """One seed's runs of every method (for a process pool: the stoppers' studies are left
     out of what comes back)."""
-    table, seed, budget, slots, gap, methods = task
-    runs = {m: replay(table, m, seed, budget, slots, gap) for m in methods}
+    table, seed, budget, slots, gap, methods, min_resource = task
+    runs = {m: replay(table, m, seed, budget, slots, gap, min_resource=min_resource)
+            for m in methods}
     for run in runs.values():
         run.stopper = None
     return seed, runs
@@ -767,7 +789,7 @@ def _replay_seed(task: tuple[MOTable, int, float, int, float, Sequence[str]]
 
 def run_replay(table_path: Path, seeds: int, slots: int, budget: float | None,
                gap: float | None, methods: Sequence[str], json_out: str | None,
-               jobs: int = 1) -> int:
+               jobs: int = 1, min_resource: int = 1) -> int:
     """``--replay``: every method on seeds 0..seeds-1 over the measured table (``jobs``
     processes); prints the table's description, the report and PASS/MISS."""
     from bench_schedules import GAP_SECONDS, default_budget
@@ -788,14 +810,16 @@ def run_replay(table_path: Path, seeds: int, slots: int, budget: float | None,
         print(line)
     print(f"epoch {statistics.median(table.epoch_seconds):.3f} s (median), trial start "
           f"{table.start_seconds:.3f} s + {gap:.3f} s between segments, checkpoint save + load "
-          f"{table.checkpoint_seconds:.4f} s; rungs 1/3/9/{table.max_epochs}, eta "
+          f"{table.checkpoint_seconds:.4f} s; rungs "
+          f"{'/'.join(map(str, rung_ladder(min_resource, table.max_epochs)))}, eta "
           f"{REDUCTION_FACTOR}; {slots} slots; {budget:.0f} simulated s per run (random search's"
           f" time for 64 configurations); seeds 0..{seeds - 1}; reference point "
           f"{REPLAY_REFERENCE}", flush=True)
     started = time.perf_counter()
     runs: dict[tuple[str, int], Replay] = {}
     outcomes = []
-    tasks = [(table, seed, budget, slots, gap, tuple(methods)) for seed in range(seeds)]
+    tasks = [(table, seed, budget, slots, gap, tuple(methods), min_resource)
+             for seed in range(seeds)]
     if jobs > 1 and seeds > 1:
         import multiprocessing
 
@@ -1044,6 +1068,9 @@ def main(argv: list[str] | None = None) -> int:
                               "bench_schedules.GAP_SECONDS)")
     replay_group.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
                               help="processes replaying seeds (default: up to 2)")
+    replay_group.add_argument("--min-resource", type=int, default=1,
+                              help="the first rung of the replayed MO-ASHAs and sync SH, in "
+                              "epochs (default 1: rungs 1/3/9/27)")
     parser.add_argument("--launch", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--epochs-total", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -1055,16 +1082,17 @@ def main(argv: list[str] | None = None) -> int:
         if (args.tabulate is not None and args.tabulate < 1) or args.slots < 1 or (
                 args.replay is not None and args.replay < 1) or (
                 args.budget is not None and args.budget <= 0) or (
-                args.gap is not None and args.gap < 0):
+                args.gap is not None and args.gap < 0) or not (
+                1 <= args.min_resource <= MAX_REPLAY_MIN_RESOURCE):
             parser.error("--tabulate, --replay, --slots and --budget must be positive, --gap "
-                         ">= 0")
+                         f">= 0, --min-resource 1..{MAX_REPLAY_MIN_RESOURCE}")
         if args.tabulate is not None:
             table = tabulate(args.tabulate, args.table, args.slots)
             print(f"{len(table.params)} configurations measured into {args.table}")
         if args.replay is None:
             return 0
         return run_replay(args.table, args.replay, args.slots, args.budget, args.gap,
-                          REPLAY_METHODS, args.json, max(1, args.jobs))
+                          REPLAY_METHODS, args.json, max(1, args.jobs), args.min_resource)
     if args.syne_site is not None:
         SYNE_SITE = args.syne_site.resolve()
     seeds = args.seeds or ([0] if args.smoke else [0, 1, 2])

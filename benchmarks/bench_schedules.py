@@ -411,14 +411,25 @@ def _reach(seed: SeedOutcome, method: str) -> float:
 
 
 def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    """25th, 50th and 75th percentile (inclusive method; +inf allowed)."""
+    """25th, 50th and 75th percentile (inclusive method; +inf allowed: a quartile that falls
+    between a finite value and +inf is +inf, "never", not a huge number).
+
+    Example::
+
+        >>> quartiles([1.0, 2.0, 3.0, 4.0, 5.0]), quartiles([1.0, 2.0, math.inf, math.inf])
+        ((2.0, 3.0, 4.0), (1.75, inf, inf))
+    """
     ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0], ordered[0], ordered[0]
-    q = statistics.quantiles([v if math.isfinite(v) else 1e300 for v in ordered], n=4,
-                             method="inclusive")
-    back = [math.inf if v >= 1e300 else v for v in q]
-    return back[0], back[1], back[2]
+    out = []
+    for p in (0.25, 0.5, 0.75):
+        h = (len(ordered) - 1) * p
+        lo, hi = math.floor(h), math.ceil(h)
+        weight = h - lo
+        if math.isinf(ordered[lo]) or (weight > 0 and math.isinf(ordered[hi])):
+            out.append(math.inf)
+        else:
+            out.append(ordered[lo] + weight * (ordered[hi] - ordered[lo]))
+    return out[0], out[1], out[2]
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

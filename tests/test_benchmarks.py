@@ -1141,3 +1141,7 @@ def test_bench_multiobjective_replay_runs_and_writes_its_figures(tmp_path: Path,
     assert mo.main(["--replay", "2", "--table", str(tmp_path / "missing.json")]) == 2
     with pytest.raises(SystemExit):
         mo.main(["--replay", "0"])
+    with pytest.raises(SystemExit):
+        mo.main(["--replay", "2", "--min-resource", "27"])
+    assert mo.main(["--replay", "1", "--budget", "8", "--jobs", "1", "--min-resource", "3"]) == 0
+    assert "rungs 3/9/27" in capsys.readouterr().out
