@@ -35,7 +35,7 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("unknown-model", {"model": {"name": "resnet"}}, [], "model.name: unknown model 'resnet'"),
     ("unimportable-model", {"model": {"name": "nowhere.mod:Net"}}, [],
      "model.name: cannot import module 'nowhere.mod'"),
-    ("unknown-model-arg", {"model": {"name": "lenet", "width": 3}}, [], "model.width:"),
+    ("unknown-model-arg", {"model": {"name": "lenet", "depth": 3}}, [], "model.depth:"),
     ("bad-model-value", {"model": {"name": "lenet", "activation": "tanh"}}, [],
      "model.activation:"),
     ("unknown-data", {"data": {"name": "cifar10"}}, [], "data.name: unknown data module"),
