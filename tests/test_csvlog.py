@@ -25,7 +25,7 @@ from lightning_hpo.checkpointing import Every
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch._csvlog import SegmentCSVLogger
 
-_VALUES = ("train_loss", "validation_error", "validation_loss")
+_VALUES = ("parameters", "train_loss", "validation_error", "validation_loss")
 
 
 @pytest.fixture(scope="module", autouse=True)
