@@ -27,7 +27,7 @@ from tensorboard.backend.event_processing.event_multiplexer import (  # noqa: E4
 )
 from tensorboard.plugins.hparams import metadata as hparams_metadata  # noqa: E402
 
-EPOCH_SCALARS = ("train_loss", "validation_error", "validation_loss")
+EPOCH_SCALARS = ("parameters", "train_loss", "validation_error", "validation_loss")
 
 
 def _runs(folder: Path) -> EventMultiplexer:
