@@ -18,10 +18,12 @@ Example::
     >>> store = open_vector_store(study)
     >>> store.add_and_read(0, [1], trial_number=0, values=(0.5, 10.0))
     {0: (0.5, 10.0)}
-    >>> store.add_and_read(0, [1, 3], trial_number=1, values=(0.4, 20.0))
-    {0: (0.5, 10.0), 1: (0.4, 20.0)}
-    >>> store.records()
-    [(0, 1, 0, (0.5, 10.0)), (0, 1, 1, (0.4, 20.0)), (0, 3, 1, (0.4, 20.0))]
+    >>> store.add_and_read(0, [1, 3], trial_number=1, values=(0.4, 20.0))  # rung 3: alone
+    {1: (0.4, 20.0)}
+    >>> store.add_and_read(0, [1], trial_number=2, values=(0.6, 5.0))
+    {0: (0.5, 10.0), 1: (0.4, 20.0), 2: (0.6, 5.0)}
+    >>> store.records()[-1]
+    (0, 3, 1, (0.4, 20.0))
 """
 
 from __future__ import annotations
