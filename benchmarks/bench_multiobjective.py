@@ -452,7 +452,8 @@ def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
     seconds per epoch, the median trial start and a resume checkpoint's save plus load.
     Trials that did not complete (the launcher stops ``wall`` seconds in) are left out and
     counted in the table's ``problem`` line."""
-    from bench_promotion import LIMIT_TRAIN_BATCHES, _segments, measure_checkpoint, run_study
+    from bench_promotion import LIMIT_TRAIN_BATCHES, measure_checkpoint, run_study
+    from bench_schedules import trial_timing
     from optuna.trial import TrialState
 
     curves: list[list[float]] = []
@@ -474,13 +475,11 @@ def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
         for trial, curve in sorted(complete, key=lambda tc: tc[0].number):
             curves.append([round(curve[e][0], 6) for e in range(1, TABLE_EPOCHS + 1)])
             counts.append(int(curve[1][1]))
-            times = [float(x) for x in trial.user_attrs[ATTR.EPOCH_END_TIMES]]
-            per_epoch = statistics.median(b - a for a, b in zip(times, times[1:], strict=False))
+            per_epoch, start = trial_timing(trial)
             params.append(trial.params)
             seconds.append(round(per_epoch, 5))
-            segments = _segments(trial)
-            if segments:
-                starts.append(max(0.0, times[0] - segments[0].start - per_epoch))
+            if start is not None:
+                starts.append(start)
     cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
     problem = (f"LeNet on digits, objectives validation_error and parameters, epoch = "
                f"{LIMIT_TRAIN_BATCHES} of the training set, {TABLE_EPOCHS} epochs, "

@@ -516,6 +516,20 @@ def read_metrics(path: Path, epochs: int) -> dict[str, list[float]]:
     return out
 
 
+def trial_timing(trial: Any) -> tuple[float, float | None]:
+    """A tabulated trial's median seconds per epoch, and the seconds from its segment's start to
+    its first epoch less one epoch (its start-up; None without a segment record)."""
+    from bench_promotion import _segments
+
+    from lightning_hpo.schema import ATTR
+
+    times = [float(x) for x in trial.user_attrs[ATTR.EPOCH_END_TIMES]]
+    per_epoch = statistics.median(b - a for a, b in zip(times, times[1:], strict=False))
+    segments = _segments(trial)
+    start = max(0.0, times[0] - segments[0].start - per_epoch) if segments else None
+    return per_epoch, start
+
+
 def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
     """Train ``n`` configurations of ``bench_promotion.py``'s problem to epoch 27 through the
     launcher (random search, no pruner), read their curves from each trial's ``metrics.csv``
@@ -524,14 +538,12 @@ def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
     table's ``problem`` line)."""
     from bench_promotion import (
         LIMIT_TRAIN_BATCHES,
-        _segments,
         build_config,
         measure_checkpoint,
         run_study,
     )
     from optuna.trial import TrialState
 
-    from lightning_hpo.schema import ATTR
 
     curves: dict[str, list[list[float]]] = {m: [] for m in METRICS}
     params, seconds, starts = [], [], []
@@ -545,13 +557,11 @@ def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
             folder = Path(tmp) / "table" / f"trial_{trial.number:05d}"
             for metric, values in read_metrics(folder / "metrics.csv", 27).items():
                 curves[metric].append(values)
-            times = [float(x) for x in trial.user_attrs[ATTR.EPOCH_END_TIMES]]
-            per_epoch = statistics.median(b - a for a, b in zip(times, times[1:], strict=False))
+            per_epoch, start = trial_timing(trial)
             params.append(trial.params)
             seconds.append(round(per_epoch, 5))
-            segments = _segments(trial)
-            if segments:
-                starts.append(max(0.0, times[0] - segments[0].start - per_epoch))
+            if start is not None:
+                starts.append(start)
     cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
     problem = (f"LeNet on digits, epoch = {LIMIT_TRAIN_BATCHES} of the training set, 27 epochs, "
                f"bench_promotion.SPACE; random search through the launcher on {workers} CPU "
