@@ -64,13 +64,15 @@ class VectorRungStore:
         attrs = self._storage.get_study_system_attrs(self._study_id)
         for rung in rungs:
             key = f"{_PREFIX}{bracket}:{rung}:{trial_number}"
-            if key not in attrs:
+            if key not in attrs:  # insert-only: a record, once there, never changes
                 self._storage.set_study_system_attr(self._study_id, key, [float(v)
                                                                          for v in values])
+        # One read: the records read, and this trial's own (its first, when it had one).
         prefix = f"{_PREFIX}{bracket}:{rungs[-1]}:"
-        attrs = self._storage.get_study_system_attrs(self._study_id)
-        return {int(key[len(prefix):]): _vector(value)
-                for key, value in list(attrs.items()) if key.startswith(prefix)}
+        found = {int(key[len(prefix):]): _vector(value)
+                 for key, value in list(attrs.items()) if key.startswith(prefix)}
+        found.setdefault(trial_number, _vector(values))
+        return found
 
     def records(self) -> list[VectorRecord]:
         """Every record of the study, sorted by bracket, rung and trial number."""
