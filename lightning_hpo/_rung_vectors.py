@@ -8,7 +8,8 @@ whole: here the study system attributes
 (:data:`~lightning_hpo.schema.RUNG_VECTOR_ATTR_PREFIX`), on every storage, the gRPC proxy
 included. Records are insert-only and idempotent per ``(bracket, rung, trial)``, as with one
 objective: two processes reaching a rung together never lose one, a repeated report never counts
-twice.
+twice. Reading is lenient: an attribute under the prefix that is not a list of numbers (another
+tool's, or damaged) is left out, never an exception.
 
 Example::
 
@@ -28,7 +29,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import optuna
@@ -69,9 +70,9 @@ class VectorRungStore:
                                                                          for v in values])
         # One read: the records read, and this trial's own (its first, when it had one).
         prefix = f"{_PREFIX}{bracket}:{rungs[-1]}:"
-        found = {int(key[len(prefix):]): _vector(value)
-                 for key, value in list(attrs.items()) if key.startswith(prefix)}
-        found.setdefault(trial_number, _vector(values))
+        found = _parsed((key[len(prefix):], value) for key, value in list(attrs.items())
+                        if key.startswith(prefix))
+        found.setdefault(trial_number, tuple(float(v) for v in values))
         return found
 
     def records(self) -> list[VectorRecord]:
@@ -79,11 +80,35 @@ class VectorRungStore:
         attrs = self._storage.get_study_system_attrs(self._study_id)
         out = []
         for key, value in list(attrs.items()):
-            if key.startswith(_PREFIX):
-                bracket, rung, number = key[len(_PREFIX):].split(":")
-                out.append((int(bracket), int(rung), int(number), _vector(value)))
+            if not key.startswith(_PREFIX):
+                continue
+            parts = _numbers(key[len(_PREFIX):].split(":"), int)
+            vector = _vector(value)
+            if parts is not None and len(parts) == 3 and vector is not None:
+                out.append((parts[0], parts[1], parts[2], vector))
         return sorted(out)
 
 
-def _vector(value: Any) -> tuple[float, ...]:
-    return tuple(float(v) for v in value)
+def _parsed(items: Iterable[tuple[str, Any]]) -> dict[int, tuple[float, ...]]:
+    """``{trial_number: values}`` of the records whose key ends in a number and whose value is
+    a list of numbers; anything else (another tool's attribute) is left out."""
+    found = {}
+    for number, value in items:
+        vector = _vector(value)
+        if number.isdigit() and vector is not None:
+            found[int(number)] = vector
+    return found
+
+
+def _vector(value: Any) -> tuple[float, ...] | None:
+    """A record's values, or None when it is not a non-empty list of numbers."""
+    if not isinstance(value, list) or not value:
+        return None
+    return _numbers(value, float)
+
+
+def _numbers(values: Iterable[Any], kind: type) -> tuple[Any, ...] | None:
+    try:
+        return tuple(kind(v) for v in values)
+    except (TypeError, ValueError):
+        return None

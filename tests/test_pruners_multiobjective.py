@@ -431,3 +431,16 @@ def test_values_for_another_number_of_objectives_are_refused() -> None:
         _report(study, trial, 1, (0.1, 0.2, 0.3))
     assert str(info.value) == "trial 0 reported 3 values, but study 'two' has 2 objectives"
     assert _stored(study) == []
+
+
+def test_records_that_are_not_lists_of_numbers_are_left_out() -> None:
+    """Another tool's (or a damaged) attribute under the records' prefix changes no decision
+    and no report: it is not read as a record."""
+    study = optuna.create_study(directions=["minimize", "minimize"])
+    storage, study_id = storage_of(study), study_id_of(study)
+    for key, value in [("0:1:999", "garbage"), ("0:1:998", [None, "x"]), ("0:1:997", []),
+                       ("0:1:x", [0.1, 0.1]), ("bad", [0.1, 0.1])]:
+        storage.set_study_system_attr(study_id, RUNG_VECTOR_ATTR_PREFIX + key, value)
+    store = open_vector_store(study)
+    assert store.add_and_read(0, [1], trial_number=0, values=(0.5, 0.5)) == {0: (0.5, 0.5)}
+    assert store.records() == [(0, 1, 0, (0.5, 0.5))]
