@@ -28,6 +28,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 import torch
@@ -74,8 +75,8 @@ def quiet_single_thread() -> None:
     torch.set_num_threads(1)
 
 
-def _model(name: str) -> ImageClassifier:
-    model = build_model(name, lr=LR)
+def _model(name: str, **args: Any) -> ImageClassifier:
+    model = build_model(name, lr=LR, **args)
     assert isinstance(model, ImageClassifier)
     return model
 
@@ -83,11 +84,12 @@ def _model(name: str) -> ImageClassifier:
 def lightning_epochs(
     epochs: int, batch_size: int, seed: int, callbacks: Sequence[pl.Callback] = (),
     model: str = "lenet", device: torch.device = CPU,
-    datamodule: pl.LightningDataModule | None = None,
+    datamodule: pl.LightningDataModule | None = None, model_args: dict[str, Any] | None = None,
 ) -> list[float]:
     """Seconds of each of ``epochs`` epochs of ``Trainer.fit`` (warm-up included), with
     ``callbacks`` added to the trainer, on ``device`` (CPU or CUDA), on ``datamodule``
-    (default: the digits at ``batch_size``)."""
+    (default: the digits at ``batch_size``), the model built with ``model_args`` besides
+    ``lr``."""
     pl.seed_everything(seed, verbose=False)
     timer = EpochTimer(device)
     trainer = pl.Trainer(
@@ -101,7 +103,7 @@ def lightning_epochs(
         num_sanity_val_steps=0,
         callbacks=[timer, *callbacks],
     )
-    trainer.fit(_model(model), datamodule=datamodule or DigitsDataModule(batch_size=batch_size))
+    trainer.fit(_model(model, **(model_args or {})), datamodule=datamodule or DigitsDataModule(batch_size=batch_size))
     return timer.seconds
 
 

@@ -12,9 +12,13 @@ downloaded):
    hand-written loop over the same images held as normalised tensors on the device, shuffled each
    epoch with a seeded ``torch.randperm``, then a validation pass computing the mean loss and the
    error. On CUDA the clock is read after ``torch.cuda.synchronize()``; on CPU both paths use all
-   cores' threads. The first epoch of each path is a warm-up and is not counted.
+   cores' threads. The first epoch of each path is a warm-up and is not counted. On CUDA the
+   Lightning path is LeNet with ``cuda_graphs=True``, whose training step is replayed from a
+   CUDA graph (:mod:`lightning_hpo._cuda_graph`); the same run with the default
+   ``cuda_graphs=False`` is shown beside it (*eager Lightning*), not judged.
 2. **Trials per GPU.** Random search through the launcher's own ``Supervisor`` (run in this
-   process, as ``bench_workers.py`` does), no pruning, each trial LeNet on the same files for 3
+   process, as ``bench_workers.py`` does), no pruning, each trial LeNet (``cuda_graphs: true``
+   on a GPU) on the same files for 3
    epochs at batch 128, with ``devices.trials_per_device`` = 1, 2, 4 and 8 on one GPU and
    3 trials per slot. *Epochs per second* is the epochs of the trials that ended between the
    first trial's fit start and the end of the last trial, over that window (worker start-up is
@@ -222,6 +226,7 @@ class EpochRow:
     batch_size: int
     lightning: float
     plain: float
+    eager: float | None = None  # Lightning with cuda_graphs=False (CUDA only)
 
     @property
     def ratio(self) -> float:
@@ -235,11 +240,18 @@ def one_trial(device: torch.device, root: str, epochs: int,
     for batch_size in batch_sizes:
         light = lightning_epochs(
             epochs + 1, batch_size, seed=0, device=device,
+            model_args={"cuda_graphs": True} if device.type == "cuda" else None,
             datamodule=FashionMNISTDataModule(root=root, batch_size=batch_size))[1:]
         plain = plain_epochs(device, root, epochs + 1, batch_size)[1:]
-        rows.append(EpochRow(batch_size, statistics.fmean(light), statistics.fmean(plain)))
+        eager = None
+        if device.type == "cuda":  # the same without the CUDA graph, for comparison
+            eager = statistics.fmean(lightning_epochs(
+                epochs + 1, batch_size, seed=0, device=device, model_args={"cuda_graphs": False},
+                datamodule=FashionMNISTDataModule(root=root, batch_size=batch_size))[1:])
+        rows.append(EpochRow(batch_size, statistics.fmean(light), statistics.fmean(plain), eager))
         print(f"# batch {batch_size}: lightning {rows[-1].lightning:.3f} s/epoch, plain "
-              f"{rows[-1].plain:.3f} s/epoch", file=sys.stderr, flush=True)
+              f"{rows[-1].plain:.3f} s/epoch" + (f", lightning eager {eager:.3f}" if eager else ""),
+              file=sys.stderr, flush=True)
     return rows
 
 
@@ -404,7 +416,8 @@ def build_config(study: str, storage: str, run_dir: str, root: str, trials: int,
     """The launcher config of one scaling run, as the raw mapping."""
     return {
         "study": study, "storage": storage, "run_dir": run_dir,
-        "model": {"name": "lenet"},
+        # the graph as measured in BENCHMARKS.md (off by default; no effect off the GPU)
+        "model": {"name": "lenet", **({"cuda_graphs": True} if accelerator == "gpu" else {})},
         "data": {"name": "fashion_mnist", "root": root, "batch_size": LAUNCHER_BATCH_SIZE},
         "metric": "validation_error",
         "space": {"lr": {"loguniform": [0.05, 0.5]}},
@@ -517,9 +530,15 @@ def mps_daemon(tmp: Path) -> Iterator[bool]:
 def report_one_trial(rows: list[EpochRow], cuda: bool, where: str) -> tuple[bool, list[Figure]]:
     """Print the s/epoch table and the verdicts; returns whether the judged targets were met,
     and the figures (at batch 128, else the first batch size)."""
-    print(f"\n{'batch':>6} {'Lightning s/epoch':>18} {'plain s/epoch':>14} {'ratio':>7}")
+    eager = any(r.eager is not None for r in rows)
+    print(f"\n{'batch':>6} {'Lightning s/epoch':>18} {'plain s/epoch':>14} {'ratio':>7}"
+          + (f" {'eager Lightning':>16} {'graph/eager':>12}" if eager else ""))
     for r in rows:
-        print(f"{r.batch_size:>6} {r.lightning:>18.4f} {r.plain:>14.4f} {r.ratio:>6.2f}x")
+        print(f"{r.batch_size:>6} {r.lightning:>18.4f} {r.plain:>14.4f} {r.ratio:>6.2f}x"
+              + (f" {r.eager:>16.4f} {r.lightning / r.eager:>11.2f}x" if r.eager else ""))
+    if eager:
+        print("(Lightning: cuda_graphs=True, the training step replayed from a CUDA graph; "
+              "eager Lightning: the default, cuda_graphs=False)")
     head = next((r for r in rows if r.batch_size == 128), rows[0])
     ok_ratio = head.ratio <= TARGET_RATIO
     print(f"\n{'PASS' if ok_ratio else 'MISS'}  Lightning / plain at batch {head.batch_size}: "
@@ -528,6 +547,11 @@ def report_one_trial(rows: list[EpochRow], cuda: bool, where: str) -> tuple[bool
                       "bench_gpu.py", f"{head.lightning:.4f} s", f"{head.plain:.4f} s plain loop",
                       f"{head.ratio:.2f}x", f"<= {TARGET_RATIO}x", ok_ratio)]
     ok = ok_ratio
+    if head.eager:
+        figures.append(Figure(
+            f"Lightning s/epoch, CUDA graph vs eager, batch {head.batch_size} ({where})",
+            "bench_gpu.py", f"{head.lightning:.4f} s", f"{head.eager:.4f} s eager",
+            f"{head.lightning / head.eager:.2f}x", "-", None))
     if cuda:
         seconds_met: bool | None = None
         if head.batch_size == 128:

@@ -187,6 +187,9 @@ def ours_config(root: Path, configs: list[dict[str, Any]], repeat: int = 1,
     raw.update(study="ours", storage=str(root / "ours.journal"), run_dir=str(root / "runs"),
                initial=configs)
     raw["stop"]["n_trials"] = len(configs)
+    # as many slots as the baseline's processes, whatever the machine's cores (the quickstart
+    # takes every core: 2 here, 16 on a GPU machine)
+    raw["devices"] = {**raw["devices"], "count": WORKERS}
     if repeat > 1:
         raw["data"] = {"name": "bigger_digits:RepeatedDigits", "repeat": repeat}
     if cli:  # the same model and data by class_path (LightningCLI)

@@ -16,7 +16,12 @@ they were before. Measured with lightning 2.6: each per-step ``self.log`` call c
 0.45 ms of Python (it walks the result's attributes to move it to the value's device), 21% of a
 LeNet run at batch 8 on CPU; on a GPU, where a small network's step is bound by the host, such
 overhead is the epoch's time.
-SGD uses the fused kernel (one launch for all parameters) on devices that have one.
+SGD uses the fused kernel (one launch for all parameters) on devices that have one. With
+``cuda_graphs=True``, on one CUDA device at 32-bit precision, the training step's forward, loss
+and backward are replayed from a CUDA graph after its first steps
+(:mod:`lightning_hpo._cuda_graph`): the optimiser step and everything Lightning does around it
+stay as they are. LeNet's epoch on an H100 took 0.48 s instead of 1.48 s (``bench_gpu.py``).
+It is off by default until its GPU tests have passed on a GPU (BENCHMARKS.md).
 
 Every hyperparameter is checked in ``__init__``; a bad one raises
 :class:`~lightning_hpo.errors.ConfigError` naming ``model.<name>``. Example::
@@ -39,6 +44,7 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
+from lightning_hpo._cuda_graph import StepGraph, trainer_blockers
 from lightning_hpo._registry import _build, _defaults, _resolve_class
 from lightning_hpo.errors import ConfigError, field_choice, field_float, field_int
 
@@ -73,6 +79,10 @@ class ImageClassifier(LightningModule):
         measure_latency: time each validation batch's forward pass and log ``latency_ms``
             (milliseconds per example; on a GPU the device is synchronised around it, which
             costs some throughput).
+        cuda_graphs: replay the training step's forward, loss and backward from a CUDA graph
+            where it applies (one CUDA device, no DDP, 32-bit precision, no gradient
+            accumulation): the same training in fewer host launches. Off by default (see
+            the module's docstring); elsewhere it changes nothing.
 
     Example::
 
@@ -103,11 +113,14 @@ class ImageClassifier(LightningModule):
         weight_decay: float = 0.0,
         num_classes: int = 10,
         measure_latency: bool = False,
+        cuda_graphs: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(measure_latency, bool):
-            raise ConfigError("model.measure_latency", f"is {measure_latency!r}, but must be "
-                              "true or false")
+        for name, flag in (("measure_latency", measure_latency), ("cuda_graphs", cuda_graphs)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"model.{name}", f"is {flag!r}, but must be true or false")
+        self._cuda_graphs = cuda_graphs
+        self._step_graph = StepGraph(blockers=("not in fit",))
         self._measure_latency = measure_latency
         self._parameter_count: int | None = None
         self._lr = field_float("model.lr", lr, low=0.0, low_open=True)
@@ -132,13 +145,25 @@ class ImageClassifier(LightningModule):
         """Logits of shape ``(N, num_classes)`` for images ``x`` of shape ``(N, 1, 28, 28)``."""
         return self.net(x)
 
+    def on_fit_start(self) -> None:
+        off = () if self._cuda_graphs else ("model.cuda_graphs is false",)
+        self._step_graph = StepGraph(blockers=off + trainer_blockers(self.trainer))
+
+    def on_fit_end(self) -> None:
+        self._step_graph = StepGraph(blockers=("not in fit",))  # the graph's memory goes back
+
     def on_train_epoch_start(self) -> None:
         self._train_sums.reset(1, self.device)
         self._train_logged = False
 
+    def _loss_of(self, x: Tensor, y: Tensor) -> Tensor:
+        return F.cross_entropy(self(x), y)
+
     def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
         x, y = batch
-        loss = F.cross_entropy(self(x), y)
+        loss = self._step_graph.run(self, self._loss_of, x, y)
+        if loss is None:  # eager
+            loss = self._loss_of(x, y)
         self._train_sums.add(len(y), loss)
         # The epoch's mean is logged once, from its last step, as an epoch-level value of
         # training_step: seen where per-step self.log(on_epoch=True) made it seen (every
@@ -146,6 +171,16 @@ class ImageClassifier(LightningModule):
         if batch_idx + 1 == self.trainer.num_training_batches:
             self._log_train_loss()
         return loss
+
+    def optimizer_zero_grad(self, epoch: int, batch_idx: int, optimizer: Any) -> None:
+        # Lightning zeroes gradients after training_step, before backward: a replayed step's
+        # gradients are already there
+        if not self._step_graph.replayed:
+            super().optimizer_zero_grad(epoch, batch_idx, optimizer)
+
+    def backward(self, loss: Tensor, *args: Any, **kwargs: Any) -> None:
+        if not self._step_graph.replayed:  # else the graph ran the backward with the loss
+            super().backward(loss, *args, **kwargs)
 
     def on_train_epoch_end(self) -> None:
         if not self._train_logged:  # the epoch ended before its last batch (a stop)
@@ -273,6 +308,8 @@ class LeNet(ImageClassifier):
             LeNet-5 (61,706 parameters with 10 classes), 0.5 about a quarter of them. The knob
             of a study of error against size.
         measure_latency: log ``latency_ms`` (see :class:`ImageClassifier`).
+        cuda_graphs: replay training steps from a CUDA graph where it applies (see
+            :class:`ImageClassifier`).
 
     Example::
 
@@ -289,8 +326,9 @@ class LeNet(ImageClassifier):
         activation: Literal["relu", "sigmoid"] = "relu",
         width: float = 1.0,
         measure_latency: bool = False,
+        cuda_graphs: bool = False,
     ) -> None:
-        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency)
+        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency, cuda_graphs)
         activation = field_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
         width = field_float("model.width", width, low=0.0, low_open=True)
         self.save_hyperparameters()
@@ -325,6 +363,8 @@ class DropoutMLP(ImageClassifier):
         dropout_1: drop probability after the first hidden layer, in ``[0, 1)``.
         dropout_2: drop probability after the second hidden layer, in ``[0, 1)``.
         measure_latency: log ``latency_ms`` (see :class:`ImageClassifier`).
+        cuda_graphs: replay training steps from a CUDA graph where it applies (see
+            :class:`ImageClassifier`).
 
     Example::
 
@@ -344,8 +384,9 @@ class DropoutMLP(ImageClassifier):
         dropout_1: float = 0.5,
         dropout_2: float = 0.5,
         measure_latency: bool = False,
+        cuda_graphs: bool = False,
     ) -> None:
-        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency)
+        super().__init__(lr, momentum, weight_decay, num_classes, measure_latency, cuda_graphs)
         num_inputs = field_int("model.num_inputs", num_inputs, minimum=1)
         num_hiddens_1 = field_int("model.num_hiddens_1", num_hiddens_1, minimum=1)
         num_hiddens_2 = field_int("model.num_hiddens_2", num_hiddens_2, minimum=1)

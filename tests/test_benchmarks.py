@@ -899,6 +899,20 @@ def test_bench_gpu_quick_runs_and_writes_its_figures(tmp_path: Path) -> None:
         assert all(f.met is None for f in launcher) and figures[-1].measured == "n/a"
 
 
+def test_bench_gpu_shows_eager_lightning_beside_the_graph_where_measured(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [bench_gpu.EpochRow(128, 0.40, 0.80, eager=1.00),
+            bench_gpu.EpochRow(256, 0.30, 0.40, eager=0.50)]
+    ok, figures = bench_gpu.report_one_trial(rows, cuda=True, where="H100")
+    out = capsys.readouterr().out
+    assert "eager Lightning" in out and "0.40x" in out and "0.60x" in out
+    assert ok  # 0.5x the plain loop, 0.40 s per epoch
+    graph = [f for f in figures if "CUDA graph vs eager" in f.what]
+    assert len(graph) == 1 and graph[0].ratio == "0.40x" and graph[0].met is None
+    bench_gpu.report_one_trial([bench_gpu.EpochRow(128, 0.3, 0.25)], cuda=False, where="CPU")
+    assert "eager Lightning" not in capsys.readouterr().out
+
+
 # -- bench_peers: the launcher against a plain Optuna script ---------------------------------
 
 
