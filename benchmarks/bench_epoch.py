@@ -103,7 +103,8 @@ def lightning_epochs(
         num_sanity_val_steps=0,
         callbacks=[timer, *callbacks],
     )
-    trainer.fit(_model(model, **(model_args or {})), datamodule=datamodule or DigitsDataModule(batch_size=batch_size))
+    trainer.fit(_model(model, **(model_args or {})),
+                datamodule=datamodule or DigitsDataModule(batch_size=batch_size))
     return timer.seconds
 
 

@@ -35,6 +35,9 @@ project's own CLI config comes in). The systems alternate, run by run.
     python benchmarks/bench_peers.py --long --runs 2
     python benchmarks/bench_peers.py --cli           # our trials through LightningCLI
 
+On a machine with more than 2 cores the whole run is pinned to 2 of them (``--all-cores`` does
+not), so both systems run the issue's setup: 2 workers, one torch thread each.
+
 Targets: wall-clock at most 0.8x plain Optuna's, time to the first epoch at most plain
 Optuna's, seconds per epoch at most 1.05x (medians over the runs).
 """
@@ -167,6 +170,19 @@ def syne_tune_found(env: dict[str, str], install: bool) -> bool:
     return probe.returncode == 0
 
 
+def pin_cores(n: int) -> str:
+    """Pin this process (and so every process it starts) to ``n`` of its cores, when it has
+    more: the comparison is the issue's, 2 workers on 2 cores with one torch thread each. Our
+    launcher gives each slot its share of the cores it sees, the baseline one thread, so on a
+    16-core machine they would otherwise differ by 8 threads to 1. Returns what was done."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) <= n:
+        return f"cores: {len(cores)} (all of them)"
+    os.sched_setaffinity(0, cores[:n])
+    return (f"cores: pinned to {', '.join(map(str, cores[:n]))} of {len(cores)} (the issue's "
+            f"{n}-core setup; --all-cores leaves them all)")
+
+
 def ours_config(root: Path, configs: list[dict[str, Any]], repeat: int = 1,
                 cli: bool = False) -> dict[str, Any]:
     """The quickstart's config for our launcher on ``configs``, its study and folders in
@@ -296,11 +312,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"install Syne Tune into {SYNE_SITE} first (pip, the registry)")
     parser.add_argument("--no-syne-tune", action="store_true",
                         help="leave Syne Tune out even where it is installed")
+    parser.add_argument("--all-cores", action="store_true",
+                        help=f"do not pin the run to {WORKERS} cores on a bigger machine")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     repeat = 10 if args.long else 1
     print(machine_line())
+    if not args.all_cores:
+        print(pin_cores(WORKERS))
     env = peer_env()
     if args.trials < 2 or args.trials % WORKERS:
         parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")

@@ -137,7 +137,7 @@ class Captured:
             RuntimeError: from PyTorch, when something in the step cannot be captured.
         """
         device = x.device
-        params = [p for p in module.parameters() if p.requires_grad]
+        params: list[Tensor] = [p for p in module.parameters() if p.requires_grad]
         static_x, static_y = x.detach().clone(), y.detach().clone()
         stream = torch.cuda.Stream(device=device)
         stream.wait_stream(torch.cuda.current_stream(device))

@@ -30,7 +30,7 @@ Every hyperparameter is checked in ``__init__``; a bad one raises
     >>> model.hparams.lr, model(torch.zeros(2, 1, 28, 28)).shape
     (0.05, torch.Size([2, 10]))
     >>> sorted(model_hyperparameters("dropout_mlp"))[:3]
-    ['dropout_1', 'dropout_2', 'lr']
+    ['cuda_graphs', 'dropout_1', 'dropout_2']
 """
 
 from __future__ import annotations

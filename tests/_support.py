@@ -127,13 +127,20 @@ def kill_tree(pid: int) -> None:
             os.kill(target, signal.SIGKILL)
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    # A command started with & by a shell without job control (a script, `make test &`)
+    # ignores SIGINT and passes that on: the launcher would then ignore the tests' Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Popen[str]:
     """Start ``python -m lightning_hpo.launch ARGS`` in its own session (stderr merged into
-    stdout unless ``capture_stderr``)."""
+    stdout unless ``capture_stderr``), taking SIGINT as a terminal's Ctrl-C, however the tests
+    were started."""
     return subprocess.Popen(
         [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else subprocess.STDOUT,
-        text=True, start_new_session=True,
+        text=True, start_new_session=True, preexec_fn=_ctrl_c_as_at_a_terminal,
     )
 
 

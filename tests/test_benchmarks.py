@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import json
 import math
+import os
 import signal
 import struct
 import subprocess
@@ -940,6 +941,20 @@ def test_the_same_epoch_compares_only_configurations_both_trained_past_epoch_1()
     assert ratio == pytest.approx(1.1)
     with pytest.raises(SystemExit, match="no configuration trained 2 epochs"):
         bench_peers.epoch_ratio([_peer_run({1: (0.0, 1.0, [1.0])})], base)
+
+
+def test_bench_peers_pins_itself_and_its_children_to_as_many_cores_as_workers() -> None:
+    # in a child process: pinning this one would slow every later test
+    code = ("import os, subprocess, sys; sys.path.insert(0, sys.argv[1]); import bench_peers; "
+            "print(bench_peers.pin_cores(1)); "
+            "print(subprocess.run([sys.executable, '-c', 'import os; "
+            "print(len(os.sched_getaffinity(0)))'], capture_output=True, text=True).stdout)")
+    out = subprocess.run([sys.executable, "-c", code, str(BENCHMARKS)], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    if len(os.sched_getaffinity(0)) > 1:
+        assert out[0].startswith("cores: pinned to ") and out[1] == "1"
+    else:
+        assert out[0] == "cores: 1 (all of them)"
 
 
 def test_peer_figures_time_from_the_start_and_count_every_epoch() -> None:

@@ -85,7 +85,8 @@ def test_unknown_hyperparameter_lists_allowed() -> None:
         build_model("lenet", learning_rate=0.1)
     assert info.value.field == "model.learning_rate"
     assert info.value.message.endswith(
-        "allowed: lr, momentum, weight_decay, num_classes, activation, width, measure_latency, cuda_graphs"
+        "allowed: lr, momentum, weight_decay, num_classes, activation, width, measure_latency, "
+        "cuda_graphs"
     )
 
 
