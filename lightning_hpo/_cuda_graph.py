@@ -49,6 +49,7 @@ __all__ = [
     "Captured",
     "StepGraph",
     "capture_blockers",
+    "say_off_once",
     "trainer_blockers",
 ]
 
@@ -63,6 +64,7 @@ WARMUP_RUNS = 2
 #: optimiser step after reading the gradients back, which a graph does not follow.
 _PRECISIONS = frozenset({"32-true", "32"})
 _failures_reported: set[str] = set()
+_off_reported: set[str] = set()
 
 #: A step's loss of one batch: ``loss_fn(x, y)``, differentiable in the module's parameters.
 LossFn = Callable[[Tensor, Tensor], Tensor]
@@ -174,6 +176,14 @@ class Captured:
             if p.grad is not grad:  # set to None (zero_grad) or replaced by an eager step
                 p.grad = grad
         return self.loss
+
+
+def say_off_once(blockers: Sequence[str]) -> None:
+    """Warn, once per process and reasons, that steps asked to be captured stay eager."""
+    text = "; ".join(blockers)
+    if text and text not in _off_reported:
+        _off_reported.add(text)
+        log.warning("cuda_graphs: training steps stay eager (no CUDA graph): %s", text)
 
 
 class StepGraph:

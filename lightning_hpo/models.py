@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from lightning.pytorch import LightningModule
 from torch import Tensor, nn
 
-from lightning_hpo._cuda_graph import StepGraph, trainer_blockers
+from lightning_hpo._cuda_graph import StepGraph, say_off_once, trainer_blockers
 from lightning_hpo._registry import _build, _defaults, _resolve_class
 from lightning_hpo.errors import ConfigError, field_choice, field_float, field_int
 
@@ -146,8 +146,12 @@ class ImageClassifier(LightningModule):
         return self.net(x)
 
     def on_fit_start(self) -> None:
-        off = () if self._cuda_graphs else ("model.cuda_graphs is false",)
-        self._step_graph = StepGraph(blockers=off + trainer_blockers(self.trainer))
+        if self._cuda_graphs:
+            blockers = trainer_blockers(self.trainer)
+            say_off_once(blockers)  # asked for, but not possible here
+        else:
+            blockers = ("model.cuda_graphs is false",)
+        self._step_graph = StepGraph(blockers=blockers)
 
     def on_fit_end(self) -> None:
         self._step_graph = StepGraph(blockers=("not in fit",))  # the graph's memory goes back

@@ -207,6 +207,21 @@ def test_a_failed_capture_leaves_the_steps_eager_and_says_so_once(
         torch.testing.assert_close(b, a)
 
 
+def test_asked_for_where_it_cannot_apply_says_why_once(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(_cuda_graph, "_off_reported", set())
+    with caplog.at_level("WARNING", logger="lightning_hpo._cuda_graph"):
+        for graphs in (True, True, False):
+            model = LeNet(cuda_graphs=graphs)
+            pl.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2,
+                       limit_val_batches=1, logger=False, enable_checkpointing=False,
+                       enable_progress_bar=False, enable_model_summary=False).fit(
+                model, datamodule=DigitsDataModule(batch_size=64))
+    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo._cuda_graph"]
+    assert said == ["cuda_graphs: training steps stay eager (no CUDA graph): the device is cpu, "
+                    "not cuda"]
+
+
 def test_a_copy_of_a_captured_module_starts_without_the_graph() -> None:
     model = LeNet()
     graph = StepGraph()
