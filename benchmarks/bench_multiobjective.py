@@ -453,11 +453,11 @@ def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
     Trials that did not complete (the launcher stops ``wall`` seconds in) are left out and
     counted in the table's ``problem`` line."""
     from bench_promotion import LIMIT_TRAIN_BATCHES, measure_checkpoint, run_study
-    from bench_schedules import trial_timing
+    from bench_schedules import timing_columns
     from optuna.trial import TrialState
 
     curves: list[list[float]] = []
-    params, seconds, starts, counts = [], [], [], []
+    counts: list[int] = []
     with tempfile.TemporaryDirectory(prefix="bench-mo-table-") as tmp:
         raw = build_config("random", seed, [], f"{tmp}/table.journal", tmp, workers)
         raw["study"], raw["initial"] = "table", []
@@ -472,14 +472,11 @@ def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
             if trial.state == TrialState.COMPLETE and sorted(curve) == list(
                     range(1, TABLE_EPOCHS + 1)):
                 complete.append((trial, curve))
-        for trial, curve in sorted(complete, key=lambda tc: tc[0].number):
+        complete.sort(key=lambda tc: tc[0].number)
+        for _, curve in complete:
             curves.append([round(curve[e][0], 6) for e in range(1, TABLE_EPOCHS + 1)])
             counts.append(int(curve[1][1]))
-            per_epoch, start = trial_timing(trial)
-            params.append(trial.params)
-            seconds.append(round(per_epoch, 5))
-            if start is not None:
-                starts.append(start)
+        params, seconds, start = timing_columns([trial for trial, _ in complete])
     cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
     problem = (f"LeNet on digits, objectives validation_error and parameters, epoch = "
                f"{LIMIT_TRAIN_BATCHES} of the training set, {TABLE_EPOCHS} epochs, "
@@ -487,7 +484,7 @@ def tabulate(n: int, out: Path, workers: int = WORKERS, seed: int = 2000,
                f"CPU slots x 1 thread, sampler seed {seed}; {len(complete)} of {n} trials "
                "complete")
     table = MOTable(problem, machine_line(), params, {"validation_error": curves}, seconds,
-                    round(statistics.median(starts), 5), round(cost.save + cost.load, 5),
+                    start, round(cost.save + cost.load, 5),
                     cost.bytes, counts)
     table.save(out)
     return table

@@ -530,6 +530,19 @@ def trial_timing(trial: Any) -> tuple[float, float | None]:
     return per_epoch, start
 
 
+def timing_columns(trials: list[Any]) -> tuple[list[dict[str, Any]], list[float], float]:
+    """A table's timing columns of ``trials``, in order: their parameters, their median
+    seconds per epoch (5 decimals) and the median of their start-ups (:func:`trial_timing`)."""
+    params, seconds, starts = [], [], []
+    for trial in trials:
+        per_epoch, start = trial_timing(trial)
+        params.append(trial.params)
+        seconds.append(round(per_epoch, 5))
+        if start is not None:
+            starts.append(start)
+    return params, seconds, round(statistics.median(starts), 5)
+
+
 def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
     """Train ``n`` configurations of ``bench_promotion.py``'s problem to epoch 27 through the
     launcher (random search, no pruner), read their curves from each trial's ``metrics.csv``
@@ -546,28 +559,24 @@ def tabulate(n: int, out: Path, workers: int, seed: int = 1000) -> Table:
 
 
     curves: dict[str, list[list[float]]] = {m: [] for m in METRICS}
-    params, seconds, starts = [], [], []
     with tempfile.TemporaryDirectory(prefix="bench-schedules-") as tmp:
         raw = build_config("random", seed, 0.0, f"{tmp}/table.journal", tmp, workers)
         raw["study"], raw["stop"] = "table", {"n_trials": n}
         study = run_study(raw)
         complete = [t for t in study.get_trials(deepcopy=False)
                     if t.state == TrialState.COMPLETE and len(t.intermediate_values) == 27]
-        for trial in sorted(complete, key=lambda t: t.number):
+        complete.sort(key=lambda t: t.number)
+        for trial in complete:
             folder = Path(tmp) / "table" / f"trial_{trial.number:05d}"
             for metric, values in read_metrics(folder / "metrics.csv", 27).items():
                 curves[metric].append(values)
-            per_epoch, start = trial_timing(trial)
-            params.append(trial.params)
-            seconds.append(round(per_epoch, 5))
-            if start is not None:
-                starts.append(start)
+        params, seconds, start = timing_columns(complete)
     cost = measure_checkpoint(LIMIT_TRAIN_BATCHES)
     problem = (f"LeNet on digits, epoch = {LIMIT_TRAIN_BATCHES} of the training set, 27 epochs, "
                f"bench_promotion.SPACE; random search through the launcher on {workers} CPU "
                f"slots x 1 thread, sampler seed {seed}; {len(complete)} of {n} trials complete")
     table = Table(problem, machine_line(), params, curves, seconds,
-                  round(statistics.median(starts), 5), round(cost.save + cost.load, 5),
+                  start, round(cost.save + cost.load, 5),
                   cost.bytes)
     table.save(out)
     return table
