@@ -29,7 +29,15 @@ validation error seen. ``--long`` runs the variant whose epochs are 10x longer (
 image 10 times an epoch: ``peers/bigger_digits.py``, named in our config as
 ``data: {name: "bigger_digits:RepeatedDigits", repeat: 10}``). ``--cli`` builds our trials
 through Lightning's ``LightningCLI`` instead (model and data by ``class_path``, the way a
-project's own CLI config comes in). The systems alternate, run by run.
+project's own CLI config comes in).
+
+Every system first runs once untimed on a 2-trial search (``--no-warm-up`` skips it): the first
+process to import torch after a pause reads it from disk, and without the warm-up that cost
+fell on whichever system ran first (ours: its first run's first epoch read 9.4 s, the next two
+5.8 s and 4.9 s). The order then alternates from run to run (:func:`run_order`), so neither
+system always runs right after the other. Besides the ratio of the medians, the figures give
+the median of the per-run ratios, each pair measured a minute apart (the VM drifts over
+minutes).
 
     python benchmarks/bench_peers.py                 # 3 runs each, quickstart
     python benchmarks/bench_peers.py --long --runs 2
@@ -287,6 +295,30 @@ def _syne_tune(root: Path, configs: list[dict[str, Any]], repeat: int,
     return figures_of(start, wall, spans, times["values"])
 
 
+def run_order(k: int, names: list[str]) -> list[str]:
+    """The systems in run ``k`` (0-based): the first two swap places every other run, so
+    neither always runs just after the other; the rest keep their place.
+
+    Example::
+
+        >>> [run_order(k, ["ours", "plain", "syne"]) for k in range(2)]
+        [['ours', 'plain', 'syne'], ['plain', 'ours', 'syne']]
+    """
+    first = names[:2] if k % 2 == 0 else names[1::-1]
+    return [*first, *names[2:]]
+
+
+def paired_ratio(ours: list[float], base: list[float]) -> float:
+    """The median over runs of ours / the baseline, run by run.
+
+    Example::
+
+        >>> paired_ratio([10.0, 30.0, 12.0], [20.0, 20.0, 12.0])
+        1.0
+    """
+    return statistics.median(a / b for a, b in zip(ours, base, strict=True))
+
+
 def figures_of(start: float, wall: float, spans: Spans, values: list[float]) -> Run:
     """A run's figures from its trials' spans and every value they reported."""
     epochs = sum(len(e) for _, _, e in spans.values())
@@ -314,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave Syne Tune out even where it is installed")
     parser.add_argument("--all-cores", action="store_true",
                         help=f"do not pin the run to {WORKERS} cores on a bigger machine")
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="no untimed 2-trial run of each system first")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -336,8 +370,15 @@ def main(argv: list[str] | None = None) -> int:
             print("Syne Tune: not installed, left out (--install-syne-tune installs it into "
                   f"{SYNE_SITE})")
     results: dict[str, list[Run]] = {name: [] for name, _ in systems}
+    if not args.no_warm_up:  # torch and the rest read from disk once, by every system
+        for _, warm in systems:
+            with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
+                warm(Path(tmp), configs[:WORKERS], repeat, env)
+        print(f"warm-up: each system ran {WORKERS} trials untimed", flush=True)
+    runs = dict(systems)
     for k in range(args.runs):
-        for name, run in systems:
+        for name in run_order(k, list(runs)):
+            run = runs[name]
             with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp:
                 r = run(Path(tmp), configs, repeat, env)
             results[name].append(r)
@@ -364,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     ):
         a = statistics.median(getattr(r, attr) for r in ours)
         b = statistics.median(getattr(r, attr) for r in base)
-        print(f"{what}: {a:{fmt}} s vs plain Optuna {b:{fmt}} s: {a / b:.2f}x (target {target})")
+        paired = paired_ratio([getattr(r, attr) for r in ours], [getattr(r, attr) for r in base])
+        print(f"{what}: {a:{fmt}} s vs plain Optuna {b:{fmt}} s: {a / b:.2f}x (target {target};"
+              f" run by run: median {paired:.2f}x)")
         figures.append(Figure(f"{what} vs plain Optuna ({variant})", "bench_peers.py",
                               f"{a:{fmt}} s", f"{b:{fmt}} s plain Optuna", f"{a / b:.2f}x",
                               target, a / b <= limit))

@@ -943,6 +943,18 @@ def test_the_same_epoch_compares_only_configurations_both_trained_past_epoch_1()
         bench_peers.epoch_ratio([_peer_run({1: (0.0, 1.0, [1.0])})], base)
 
 
+def test_bench_peers_alternates_which_system_runs_first_and_pairs_the_runs() -> None:
+    import bench_peers
+
+    orders = [bench_peers.run_order(k, ["ours", "plain", "syne"]) for k in range(4)]
+    assert [o[0] for o in orders] == ["ours", "plain", "ours", "plain"]
+    assert all(sorted(o) == ["ours", "plain", "syne"] and o[2] == "syne" for o in orders)
+    # run by run, not median against median: a slow run of both cancels out
+    assert bench_peers.paired_ratio([10.0, 20.0, 40.0], [10.0, 25.0, 40.0]) == 1.0
+    with pytest.raises(ValueError):
+        bench_peers.paired_ratio([1.0], [1.0, 2.0])
+
+
 def test_bench_peers_pins_itself_and_its_children_to_as_many_cores_as_workers() -> None:
     # in a child process: pinning this one would slow every later test
     code = ("import os, subprocess, sys; sys.path.insert(0, sys.argv[1]); import bench_peers; "
@@ -977,7 +989,7 @@ def test_bench_peers_runs_both_systems_on_the_same_configurations(tmp_path: Path
     except subprocess.CalledProcessError:
         pytest.skip("pip could not install optuna-integration into benchmarks/.peers/")
     stdout, figures = _run_bench("bench_peers.py", "--runs", "1", "--trials", "4", "--no-syne-tune",
-                                 tmp_path=tmp_path)
+                                 "--no-warm-up", tmp_path=tmp_path)
     assert "run 1 lightning_hpo" in stdout and "run 1 plain Optuna" in stdout
     assert [f.what for f in figures] == [
         f"{what} vs plain Optuna (quickstart)" for what in
