@@ -33,7 +33,7 @@ from lightning_hpo._optuna import backend_of, trial_id_of
 from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.scheduler import Assignment, Scheduler
 from lightning_hpo.launch.study import open_study
-from lightning_hpo.launch.trials import hand_back_owned
+from lightning_hpo.launch.trials import end_trial, hand_back_lost_claims, hand_back_owned
 from lightning_hpo.rungs import bracket_of, hyperband_rounds, round_epochs, successive_halving_plan
 from lightning_hpo.schedules import PromotionHyperband
 from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner
@@ -728,3 +728,90 @@ def test_a_claim_of_a_worker_that_died_before_it_told_the_launcher_is_handed_bac
     assert trials[mine.trial.number].user_attrs[ATTR.PAUSED]["target"] == 1
     assert trials[other.trial.number].user_attrs.get(ATTR.PAUSED) is None
     assert hand_back_owned(study, cfg, host, pid, "again") == {}  # once
+
+
+class _Killed(BaseException):
+    """The worker process dies here (SIGKILL): nothing after this write happens."""
+
+
+def _kill_after(storage: Any, monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
+    """Make the storage's ``writes``-th write the last one this process makes."""
+    done = [0]
+    for name in ("set_trial_state_values", "set_trial_user_attr", "set_trial_system_attr"):
+        real = getattr(storage, name)
+
+        def write(*args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            if done[0] == writes:
+                raise _Killed
+            done[0] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(storage, name, write)
+
+
+@pytest.mark.parametrize("writes", [1, 2, 3, 4], ids=["claim", "round", "target", "owner"])
+def test_a_worker_killed_between_the_writes_of_its_claim_leaves_the_round_whole(
+    tmp_path: Path, storage: Any, monkeypatch: pytest.MonkeyPatch, writes: int
+) -> None:
+    """Sync SH, one round of 2 (rungs 1, 2). The first worker dies after the k-th write of its
+    claim (the claim itself, the round, the target, the owner). A claim it did not name itself
+    on goes back to the tickets at the next worker's claim; an owned one is handed back by the
+    supervisor and resumed to its target. Either way the round ends as if nothing happened: the
+    better configuration (trial 0) completes and the other is not promoted at rung 1. (Owner
+    before round once left an owned trial outside any round: pruned as a stray, the worse one
+    completed, and a claim without an owner stayed RUNNING, the round waiting on it for ever.)"""
+    if storage.url is None:
+        pytest.skip("the launcher refuses in-memory storage")
+    cfg = parse_config({
+        "study": "t", "storage": storage.url, "run_dir": str(tmp_path), "model": {"name": "lenet"},
+        "space": {"lr": {"loguniform": [0.01, 1.0]}}, "stop": {"n_trials": 2}, "initial": [],
+        "pruner": {"name": "sync_sh", "min_resource": 1, "max_resource": 2, "reduction_factor": 2},
+    })
+    study, _ = open_study(cfg, open_storage(storage.url, create=True))
+    dead = Owner(socket.gethostname(), 999_999_999, 0)
+    with monkeypatch.context() as patch:
+        _kill_after(study._storage, patch, writes)
+        with contextlib.suppress(_Killed):  # after the 4th, it dies before it trains
+            Scheduler(study, cfg).next(dead)
+    hand_back_owned(study, cfg, dead.host, dead.pid, "killed")  # what its supervisor does
+    values = {0: 0.1, 1: 0.9}
+    scheduler, worker = Scheduler(study, cfg), Owner(socket.gethostname(), os.getpid(), 0)
+    for _ in range(10):
+        job = scheduler.next(worker)
+        if job is None:
+            break
+        assert isinstance(job, Assignment), "a lone worker waits: a trial is stuck RUNNING"
+        for epoch in range(job.from_epoch + 1, job.to_epoch + 1):
+            job.trial.report(values[job.trial.number], epoch)
+        if job.to_epoch < 2:
+            scheduler.pause(job.trial.number, epoch=job.to_epoch, checkpoint=None, why="rung")
+        else:
+            end_trial(study, job.trial.number, TrialState.COMPLETE, value=0.0)
+    trials = study.get_trials(deepcopy=False)
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.PRUNED]
+    assert [t.user_attrs.get(ATTR.ROUND) for t in trials] == [0, 0]
+    assert "round 0" in trials[1].user_attrs[ATTR.STOP_REASON]
+
+
+def test_only_claims_no_worker_owns_are_handed_back(tmp_path: Path) -> None:
+    """Owned, paused, finished and pre-owner-token trials stay as they are."""
+    cfg = parse_config({
+        "study": "t", "storage": str(tmp_path / "t.journal"), "run_dir": str(tmp_path),
+        "model": {"name": "lenet"}, "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        "stop": {"n_trials": 5}, "initial": [], "trainer": {"max_epochs": 2},
+    })
+    study, _ = open_study(cfg, open_storage(cfg.storage, create=True))
+    storage = study._storage
+    trials = [study.ask() for _ in range(5)]
+    ids = [trial_id_of(t) for t in trials]
+    storage.set_trial_user_attr(ids[1], ATTR.OWNER, Owner("h", 1, 0).token)
+    storage.set_trial_user_attr(ids[2], ATTR.LAUNCHER_PID, 1)
+    storage.set_trial_user_attr(ids[3], ATTR.PAUSED, {"epoch": 1, "target": None})
+    storage.set_trial_state_values(ids[4], TrialState.COMPLETE, [0.5])
+    frozen = study.get_trials(deepcopy=False)
+    before = [t.state for t in frozen]
+    # where claims are made without the lock, only an old one: its claimer may be alive
+    assert hand_back_lost_claims(study, frozen, older_than=3600) == []
+    assert hand_back_lost_claims(study, frozen) == [trials[0].number]
+    after = [t.state for t in study.get_trials(deepcopy=False)]
+    assert after == [TrialState.WAITING, *before[1:]]

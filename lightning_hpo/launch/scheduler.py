@@ -23,9 +23,12 @@ paused trials; two launchers on one PostgreSQL study share one synchronous round
 Crash resume (:func:`~lightning_hpo.launch.trials.crashed`): a trial whose worker died goes back
 to the scheduler as an interrupted trial, resumed from its last checkpoint (its
 :class:`~lightning_hpo.schema.ResumePoint`) on the next free slot, ``stop.max_retries`` times;
-then it ends FAIL with every attempt's reason. The records the scheduler writes (owner, pause,
-end) go through :mod:`lightning_hpo.launch.trials`; the schedule itself is built beside the
-pruner (:func:`lightning_hpo.launch.search.build_schedule`).
+then it ends FAIL with every attempt's reason. A worker killed between its claim and writing
+its name leaves a RUNNING trial no one owns: the next claim under the lock puts it back among
+the tickets (:func:`~lightning_hpo.launch.trials.hand_back_lost_claims`); a new trial's round
+and target are written before its owner, so an owned trial always has them. The records the
+scheduler writes (owner, pause, end) go through :mod:`lightning_hpo.launch.trials`; the schedule
+itself is built beside the pruner (:func:`lightning_hpo.launch.search.build_schedule`).
 
 Example::
 
@@ -56,6 +59,7 @@ from lightning_hpo.launch.trials import (
     claim_trial,
     crashed,
     end_paused,
+    hand_back_lost_claims,
     pause,
     unpause,
 )
@@ -149,6 +153,10 @@ class Scheduler:
             return self._start_plain(owner)  # the fast path of a stopping pruner
         with study_lock(self.cfg, self._storage, "schedule"):
             trials = self.study.get_trials(deepcopy=False)
+            # A pausing schedule or a heartbeat: every claim is made under this lock (no fast
+            # path), so an unowned RUNNING trial is a lost claim, not one about to be owned.
+            if not fast and hand_back_lost_claims(self.study, trials):
+                trials = self.study.get_trials(deepcopy=False)
             if self.cfg.heartbeat is not None and self._recover_lost(trials):
                 trials = self.study.get_trials(deepcopy=False)
             tickets = sum(t.state == TrialState.WAITING for t in trials)
@@ -202,12 +210,16 @@ class Scheduler:
         trial = claim_trial(self.study, self.cfg)
         if trial is None:
             return None
-        self._mark(trial, to_epoch, owner)
+        # The round (bracket) and the target before the owner: a worker killed between two of
+        # these writes leaves either a trial without an owner, which the next claim hands back
+        # as a ticket (hand_back_lost_claims), or one that has them all; never an owned trial
+        # outside any round, which the schedule would take for a stray and prune.
         if group is not None:
             if self.cfg.pruner.name.startswith("sync_"):
                 trial.set_user_attr(ATTR.ROUND, group)
             else:
                 self._storage.set_trial_system_attr(trial_id_of(trial), BRACKET_ATTR, group)
+        self._mark(trial, to_epoch, owner, owner_last=True)
         return Assignment(trial, to_epoch, None, 0, owner, resumed=False)
 
     def _resume(
@@ -225,8 +237,10 @@ class Scheduler:
         unpause(trial)
         return Assignment(trial, to_epoch, checkpoint, from_epoch, owner, resumed=True)
 
-    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: Owner) -> None:
-        assign(trial, owner, to_epoch)
+    def _mark(
+        self, trial: optuna.Trial, to_epoch: int, owner: Owner, owner_last: bool = False
+    ) -> None:
+        assign(trial, owner, to_epoch, owner_last=owner_last)
         if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
             # pause: beat now, or another launcher takes it for lost before its worker's first
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]

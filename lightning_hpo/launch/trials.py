@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import os
 import socket
@@ -74,6 +75,8 @@ __all__ = [
     "crashed",
     "end_paused",
     "end_trial",
+    "LOST_CLAIM_SECONDS",
+    "hand_back_lost_claims",
     "hand_back_owned",
     "interrupt",
     "open_segment",
@@ -114,13 +117,19 @@ def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[bool]:
     return file_lock(lock_path)
 
 
-def assign(trial: optuna.Trial, owner: Owner, to_epoch: int) -> None:
+def assign(trial: optuna.Trial, owner: Owner, to_epoch: int, *, owner_last: bool = False) -> None:
     """Give a claimed (or resumed) trial's next segment to ``owner``, to train to ``to_epoch``.
 
-    The owner is written first: from the claim on, a worker that dies is known by it.
+    The owner is written first: from the claim on, a worker that dies is known by it. Under the
+    schedule's lock it is written last (``owner_last``): there an unowned claim is handed back
+    (:func:`hand_back_lost_claims`), so a trial with an owner
+    then always has its target too (a crashed trial is resumed to its target, not past a rung).
     """
-    trial.set_user_attr(ATTR.OWNER, owner.token)
+    if not owner_last:
+        trial.set_user_attr(ATTR.OWNER, owner.token)
     trial.set_user_attr(ATTR.TARGET, to_epoch)
+    if owner_last:
+        trial.set_user_attr(ATTR.OWNER, owner.token)
 
 
 def end_trial(
@@ -352,6 +361,40 @@ def hand_back_owned(
     return outcome
 
 
+#: A claim no worker has named itself on for this long (seconds since the claim) is taken for
+#: lost where claims are made without the schedule's lock (a stopping pruner's fast path): a
+#: live worker writes its name milliseconds after its claim.
+LOST_CLAIM_SECONDS = 60.0
+
+
+def hand_back_lost_claims(
+    study: optuna.Study, trials: list[FrozenTrial], older_than: float | None = None
+) -> list[int]:
+    """Put back as WAITING each RUNNING trial that no worker owns: claimed by a worker that
+    died before it wrote its name (the claim and the owner are two writes). It trained nothing;
+    as a ticket again it keeps its enqueued parameters and is claimed like any other. Returns
+    the numbers handed back.
+
+    With ``older_than`` None, call it only while holding the study's ``schedule`` lock with
+    every claim of the study made under that lock (a pausing schedule, or a heartbeat: a
+    claimer writes its name before it lets the lock go), so that an unowned trial cannot be one
+    whose claimer is still alive. Otherwise only claims older than ``older_than`` seconds are
+    handed back. Trials of a study from before owner tokens (their launcher's pid written
+    instead) are left to :func:`recover_stale_trials`.
+    """
+    now = datetime.datetime.now()
+    lost = [t for t in trials if t.state == TrialState.RUNNING and not is_paused(t)
+            and Owner.of(t) is None and ATTR.LAUNCHER_PID not in t.user_attrs
+            and (older_than is None or t.datetime_start is None
+                 or (now - t.datetime_start).total_seconds() > older_than)]
+    storage = storage_of(study)
+    for frozen in lost:
+        _logger.warning("trial %d was claimed by a worker that stopped before it wrote its "
+                        "name; it waits to be claimed again", frozen.number)
+        storage.set_trial_state_values(trial_id_of(frozen), TrialState.WAITING)
+    return [t.number for t in lost]
+
+
 def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
     """Hand back the RUNNING trials whose worker on this host is gone.
 
@@ -359,9 +402,14 @@ def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
     the claim), in a study without owners by its launcher's pid. Each is resumed from its last
     checkpoint by the scheduler while ``stop.max_retries`` allows, else ends FAIL with every
     attempt's reason (:func:`crashed`). Paused trials are left as they are (the scheduler
-    resumes them); trials of other hosts too: their launchers may be alive. Returns
+    resumes them); trials of other hosts too: their launchers may be alive. A claim no worker
+    named itself on goes back to the tickets (:func:`hand_back_lost_claims`: where claims are
+    made without the lock, once it is :data:`LOST_CLAIM_SECONDS` old). Returns
     ``{number: "resumable" | "failed"}``.
     """
+    locked = cfg.pruner.pauses or cfg.heartbeat is not None  # every claim under the lock
+    hand_back_lost_claims(study, study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)),
+                          older_than=None if locked else LOST_CLAIM_SECONDS)
     host = socket.gethostname()
     outcome: dict[int, str] = {}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
