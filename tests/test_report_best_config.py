@@ -298,3 +298,82 @@ def test_the_report_cli_help_names_the_flag(capsys: pytest.CaptureFixture[str]) 
         main(["--help"])
     assert exit_info.value.code == 0
     assert "--best-config PATH" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------
+# --trial N: a chosen trial's config (a study of several objectives has no single best)
+
+
+def test_the_report_cli_writes_a_chosen_trials_config_whatever_its_state(
+    tmp_path: Path, storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_study(storage, tmp_path / "runs")
+    dest, out = tmp_path / "chosen.yaml", tmp_path / "report"
+    code = main(["--storage", storage, "--out", str(out), "--best-config", str(dest),
+                 "--trial", "1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert dest.read_text(encoding="utf-8") == (
+        "# trial 1 of study 'shop', the trial chosen (PRUNED)\n" + _fit_config(1))
+    assert f"Wrote {dest}: trial 1's config" in captured.out
+    assert (out / "trials.csv").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--trial", "6"], "error: trial: is 6, but study 'shop' has trials 0 to 5\n"),
+    (["--trial", "-1"], "error: trial: is -1, but study 'shop' has trials 0 to 5\n"),
+    (["--trial", "2", "--no-best-config"], "error: trial: names the trial whose config "
+     "--best-config PATH writes: give --best-config too\n"),
+], ids=["past-the-last", "negative", "without-best-config"])
+def test_a_bad_trial_is_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    spec = str(tmp_path / "s.journal")
+    make_study(spec, tmp_path / "runs")
+    dest, out = tmp_path / "chosen.yaml", tmp_path / "report"
+    best = [] if "--no-best-config" in args else ["--best-config", str(dest)]
+    args = [a for a in args if a != "--no-best-config"]
+    err = _cli_error(["--storage", spec, "--out", str(out), *best, *args], capsys)
+    assert err == message
+    assert not dest.exists() and not out.exists()
+
+
+def test_a_chosen_trial_without_its_config_names_it(tmp_path: Path) -> None:
+    spec = str(tmp_path / "s.journal")
+    make_study(spec, tmp_path / "runs")
+    (tmp_path / "runs" / "trial_00005" / CONFIG_NAME).unlink()
+    with pytest.raises(ConfigError) as info:
+        best_config_source(load(spec, "shop"), 5)
+    assert info.value.field == "best-config"
+    assert info.value.message.startswith("trial 5 (the one named) has no config.yaml (")
+    with pytest.raises(ConfigError, match="is True"):
+        best_config_source(load(spec, "shop"), True)  # type: ignore[arg-type]
+
+
+def test_the_launchers_last_line_of_a_study_of_several_objectives_lists_its_front(
+    tmp_path: Path,
+) -> None:
+    """No single best_config.yaml: the line names each Pareto-optimal trial's config."""
+    from lightning_hpo.launch.config import parse_config
+    from lightning_hpo.launch.runner import _best_config
+
+    cfg = parse_config({
+        "study": "mo", "storage": str(tmp_path / "mo.journal"), "run_dir": str(tmp_path),
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "metric": ["validation_error", "parameters"], "direction": ["minimize", "minimize"],
+        "space": {"model.init_args.lr": {"loguniform": [0.01, 1.0]}},
+        "stop": {"n_trials": 3}, "trainer": {"max_epochs": 2},
+    })
+    study = optuna.create_study(study_name="mo", storage=open_storage(cfg.storage),
+                                directions=["minimize", "minimize"])
+    assert _best_config(cfg, study) == "No best_config.yaml: no COMPLETE trial yet"
+    for number, values in enumerate([(0.1, 900.0), (0.2, 950.0), (0.3, 100.0)]):  # 1 dominated
+        study.add_trial(optuna.trial.create_trial(
+            state=TrialState.COMPLETE, values=list(values),
+            user_attrs={ATTR.LOG_DIR: str(tmp_path / f"trial_{number:05d}")}))
+    line = _best_config(cfg, study)
+    assert line == (f"Pareto-optimal trials' configs: trial 0: {tmp_path}/trial_00000/config.yaml, "
+                    f"trial 2: {tmp_path}/trial_00002/config.yaml (the report's --best-config "
+                    "PATH --trial N copies one with its header)")
+    assert not (tmp_path / "mo" / "best_config.yaml").exists()

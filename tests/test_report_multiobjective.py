@@ -268,8 +268,8 @@ def test_cli_writes_the_report_and_prints_the_hypervolume(
     # no single best trial to retrain: one line, exit 2, nothing written
     assert main(["--storage", spec, "--best-config", str(tmp_path / "best.yaml")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: best-config: study 'mo' has 2 objectives") and \
-        err.count("\n") == 1
+    assert err == ("error: best-config: study 'mo' has 2 objectives, so no single best trial: "
+                   "choose one of its Pareto-optimal trials (0, 1, 5) with --trial N\n")
     assert not (tmp_path / "best.yaml").exists()
 
 

@@ -45,7 +45,7 @@ from lightning_hpo.launch.config import (
 from lightning_hpo.launch.early import EarlyWorkers
 from lightning_hpo.launch.folders import prepare_folders, remove_folders
 from lightning_hpo.launch.slurm import describe, slurm_job, usable_cores
-from lightning_hpo.schema import is_paused
+from lightning_hpo.schema import ATTR, is_paused
 from lightning_hpo.storage import StorageSpec, mask
 
 if TYPE_CHECKING:
@@ -231,8 +231,18 @@ def all_failed(rows: Mapping[int, TrialRow]) -> str | None:
 def _best_config(cfg: Config, study: optuna.Study) -> str:
     """Copy the best trial's ``config.yaml`` to ``run_dir/<study>/best_config.yaml``; the line
     that says so (or why there is none yet)."""
-    from lightning_hpo.report.best_config import write_best_config
+    from lightning_hpo.report.best_config import CONFIG_NAME, write_best_config
 
+    if cfg.several:  # no single best: where the front's configs are
+        front = sorted(study.best_trials, key=lambda t: t.number)
+        if not front:
+            return "No best_config.yaml: no COMPLETE trial yet"
+        shown = ", ".join(f"trial {t.number}: {Path(t.user_attrs[ATTR.LOG_DIR]) / CONFIG_NAME}"
+                          if isinstance(t.user_attrs.get(ATTR.LOG_DIR), str)
+                          else f"trial {t.number}" for t in front[:5])
+        more = f" and {len(front) - 5} more" if len(front) > 5 else ""
+        return (f"Pareto-optimal trials' configs: {shown}{more} (the report's --best-config "
+                "PATH --trial N copies one with its header)")
     try:
         number, path = write_best_config(study, cfg.study_dir / "best_config.yaml")
     except ConfigError as error:

@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="also write the best COMPLETE trial's config.yaml there (a study "
                         "of a LightningCLI project): python main.py fit --config PATH "
                         "retrains it")
+    parser.add_argument("--trial", metavar="N", type=int,
+                        help="with --best-config: trial N's config.yaml instead (a study of "
+                        "several objectives: one of its Pareto-optimal trials)")
     return parser
 
 
@@ -200,7 +203,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     if args.best_config is not None:  # first: a study without one writes nothing at all
         from lightning_hpo.report.best_config import write_best_config
 
-        best_config = write_best_config(study, args.best_config)
+        best_config = write_best_config(study, args.best_config, args.trial)
     snap = StudySnapshot.read(study)
     out = args.out or Path("reports") / _safe(snap.info.name)
     paths = write_report(snap, out)
@@ -382,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        if args.trial is not None and args.best_config is None:
+            raise ConfigError("trial", "names the trial whose config --best-config PATH writes: "
+                              "give --best-config too")
         if args.compare:
             if args.best_config is not None:
                 raise ConfigError("best-config", "cannot be combined with --compare (name one "
