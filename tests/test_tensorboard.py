@@ -197,3 +197,15 @@ def test_a_resume_at_epoch_0_keeps_no_epochs_and_a_bad_epoch_is_refused(tmp_path
     assert _curve(_runs(tmp_path), ".", "validation_error") == pytest.approx({1: 0.3})
     with pytest.raises(ValueError, match="resume_epoch"):
         _logger(tmp_path, resume_epoch=-1)
+
+
+def test_every_objective_of_a_study_of_several_is_a_metric_of_the_hparams_tab(
+    tmp_path: Path,
+) -> None:
+    logger = TrialTensorBoardLogger(tmp_path, params={"lr": 0.1},
+                                    metric=["validation_error", "parameters"], resume_epoch=None)
+    logger.log_metrics({"validation_error": 0.5, "parameters": 1234.0, "epoch": 0})
+    logger.finalize("success")
+    mux = _runs(tmp_path)
+    assert _hparams(mux, ".")[1] == ["validation_error", "parameters"]
+    assert _curve(mux, ".", "parameters") == pytest.approx({1: 1234.0})

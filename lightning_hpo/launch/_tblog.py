@@ -31,7 +31,7 @@ import contextlib
 import glob
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lightning.fabric.loggers.logger import rank_zero_experiment
@@ -61,8 +61,9 @@ class TrialTensorBoardLogger(TensorBoardLogger):
     * Scalars are logged at step = epochs completed (Lightning's 0-based ``epoch`` + 1); the
       ``epoch`` value itself is not logged (it is the x axis).
     * When the writer starts, it records the HPARAMS session of the trial: ``params`` (values
-      other than numbers, strings and booleans as strings) and ``metric`` as the metric to show;
-      the metric's values are the scalars of that name. No ``hp_metric`` placeholder is logged.
+      other than numbers, strings and booleans as strings) and ``metric`` as the metric (or
+      metrics) to show; their values are the scalars of those names. No ``hp_metric``
+      placeholder is logged.
     * ``resume_epoch=None`` (a fresh start, no checkpoint): the event files an earlier attempt
       of the same trial left in ``save_dir`` are removed, as ``metrics.csv`` is replaced.
     * ``resume_epoch=e`` (resumed from a checkpoint holding ``e`` epochs): the earlier event
@@ -79,7 +80,8 @@ class TrialTensorBoardLogger(TensorBoardLogger):
     Args:
         save_dir: the trial's folder, e.g. ``runs/study/trial_00003``; created if missing.
         params: the trial's hyperparameters, e.g. ``{"lr": 0.1, "batch_size": 64}``.
-        metric: the config's metric, e.g. ``"validation_error"``.
+        metric: the config's metric, e.g. ``"validation_error"``; a list of them in a study of
+            several objectives, each a metric column of the HPARAMS tab.
         resume_epoch: the epochs in the checkpoint the segment resumes from (``>= 0``), or
             None for a segment trained from scratch.
         **kwargs: passed to ``torch.utils.tensorboard.SummaryWriter`` (e.g. ``max_queue``).
@@ -97,7 +99,7 @@ class TrialTensorBoardLogger(TensorBoardLogger):
         save_dir: str | os.PathLike[str],
         *,
         params: Mapping[str, Any],
-        metric: str,
+        metric: str | Sequence[str],
         resume_epoch: int | None,
         **kwargs: Any,
     ) -> None:
@@ -105,7 +107,7 @@ class TrialTensorBoardLogger(TensorBoardLogger):
             save_dir=os.fspath(save_dir), name="", version="", default_hp_metric=False, **kwargs
         )
         self.params = dict(params)
-        self.metric = metric
+        self.metrics = (metric,) if isinstance(metric, str) else tuple(metric)
         self.resume_epoch = (
             None if resume_epoch is None else field_int("resume_epoch", resume_epoch, minimum=0)
         )
@@ -146,9 +148,10 @@ class TrialTensorBoardLogger(TensorBoardLogger):
         from torch.utils.tensorboard.summary import hparams
 
         params = self._sanitize_params(dict(self.params))
-        # Only the metric's name is written; its values are the scalars of that tag. No session
-        # end record: how the trial ended is Optuna's to say (TensorBoard shows it as unknown).
-        experiment, session_start, _ = hparams(params, {self.metric: 0.0})
+        # Only the metrics' names are written (each objective's, in a study of several); their
+        # values are the scalars of those tags. No session end record: how the trial ended is
+        # Optuna's to say (TensorBoard shows it as unknown).
+        experiment, session_start, _ = hparams(params, dict.fromkeys(self.metrics, 0.0))
         file_writer.add_summary(experiment)
         file_writer.add_summary(session_start)
         file_writer.flush()

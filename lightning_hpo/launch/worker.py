@@ -410,7 +410,8 @@ def _loggers(
     loggers: list[Logger] = [SegmentCSVLogger(trial_dir, resume_epoch)]
     if cfg.logger == "tensorboard":
         loggers.append(TrialTensorBoardLogger(
-            trial_dir, params=params, metric=cfg.metric, resume_epoch=resume_epoch))
+            trial_dir, params=params, metric=[metric for metric, _ in cfg.objectives],
+            resume_epoch=resume_epoch))
     return loggers
 
 
