@@ -68,6 +68,7 @@ from lightning_hpo.storage._locks import file_lock
 from lightning_hpo.storage._proxy_client import proxy_client
 
 __all__ = [
+    "LOST_CLAIM_SECONDS",
     "assign",
     "claim_trial",
     "close_segment",
@@ -75,7 +76,6 @@ __all__ = [
     "crashed",
     "end_paused",
     "end_trial",
-    "LOST_CLAIM_SECONDS",
     "hand_back_lost_claims",
     "hand_back_owned",
     "interrupt",
@@ -122,8 +122,8 @@ def assign(trial: optuna.Trial, owner: Owner, to_epoch: int, *, owner_last: bool
 
     The owner is written first: from the claim on, a worker that dies is known by it. Under the
     schedule's lock it is written last (``owner_last``): there an unowned claim is handed back
-    (:func:`hand_back_lost_claims`), so a trial with an owner
-    then always has its target too (a crashed trial is resumed to its target, not past a rung).
+    (:func:`hand_back_lost_claims`), so a trial with an owner then always has its target too (a
+    crashed trial is resumed to its target, not past a rung).
     """
     if not owner_last:
         trial.set_user_attr(ATTR.OWNER, owner.token)
