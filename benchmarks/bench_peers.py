@@ -350,14 +350,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="no untimed 2-trial run of each system first")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
+    if args.trials < 2 or args.trials % WORKERS:
+        parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
+    if args.runs < 1:
+        parser.error(f"--runs: is {args.runs}, but must be >= 1")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     repeat = 10 if args.long else 1
     print(machine_line())
     if not args.all_cores:
         print(pin_cores(WORKERS))
     env = peer_env()
-    if args.trials < 2 or args.trials % WORKERS:
-        parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
     configs = configurations(args.trials)
     def ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
         return _ours(root, configs, repeat, env, cli=args.cli)

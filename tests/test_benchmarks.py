@@ -955,6 +955,20 @@ def test_bench_peers_alternates_which_system_runs_first_and_pairs_the_runs() -> 
         bench_peers.paired_ratio([1.0], [1.0, 2.0])
 
 
+@pytest.mark.parametrize("args", [["--runs", "0"], ["--trials", "3"]], ids=["runs", "trials"])
+def test_bench_peers_refuses_bad_counts_before_it_runs_anything(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench_peers
+
+    with pytest.raises(SystemExit) as info:
+        bench_peers.main(args)
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # not even the machine line: nothing was run or installed
+    assert f": error: {args[0]}: is " in captured.err.splitlines()[-1]
+
+
 def test_bench_peers_pins_itself_and_its_children_to_as_many_cores_as_workers() -> None:
     # in a child process: pinning this one would slow every later test
     code = ("import os, subprocess, sys; sys.path.insert(0, sys.argv[1]); import bench_peers; "
