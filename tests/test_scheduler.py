@@ -29,7 +29,7 @@ from _support import (
 )
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_hpo._optuna import backend_of, trial_id_of
+from lightning_hpo._optuna import backend_of, claim_waiting_trial, trial_id_of
 from lightning_hpo.launch.config import parse_config
 from lightning_hpo.launch.scheduler import Assignment, Scheduler
 from lightning_hpo.launch.study import open_study
@@ -810,8 +810,34 @@ def test_only_claims_no_worker_owns_are_handed_back(tmp_path: Path) -> None:
     storage.set_trial_state_values(ids[4], TrialState.COMPLETE, [0.5])
     frozen = study.get_trials(deepcopy=False)
     before = [t.state for t in frozen]
-    # where claims are made without the lock, only an old one: its claimer may be alive
-    assert hand_back_lost_claims(study, frozen, older_than=3600) == []
     assert hand_back_lost_claims(study, frozen) == [trials[0].number]
     after = [t.state for t in study.get_trials(deepcopy=False)]
     assert after == [TrialState.WAITING, *before[1:]]
+
+
+@pytest.mark.parametrize("pruner", [
+    {"name": "asha", "min_resource": 1, "max_resource": 2},  # the lock-free fast path's study
+    {"name": "none"},
+], ids=["asha", "none"])
+def test_a_stopping_pruners_lost_claim_is_claimed_again_in_the_same_run(
+    tmp_path: Path, pruner: dict[str, Any]
+) -> None:
+    """A worker killed right after its claim, before any other write (seen once in
+    test_forty_trials_survive_ten_random_worker_kills: the trial stayed RUNNING to the end):
+    the next worker's claim, on the fast path of a stopping pruner, hands it back and takes it,
+    with its enqueued configuration."""
+    cfg = parse_config({
+        "study": "t", "storage": str(tmp_path / "t.journal"), "run_dir": str(tmp_path),
+        "model": {"name": "lenet"}, "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        "stop": {"n_trials": 2}, "initial": [{"lr": 0.5}], "pruner": pruner,
+        "trainer": {"max_epochs": 2},
+    })
+    study, _ = open_study(cfg, open_storage(cfg.storage, create=True))
+    lost = claim_waiting_trial(study)  # claimed as a worker does, which then is gone
+    assert lost is not None and lost.number == 0
+    job = Scheduler(study, cfg).next(Owner(socket.gethostname(), os.getpid(), 0))
+    assert isinstance(job, Assignment) and job.trial.number == 0
+    assert job.trial.suggest_float("lr", 0.01, 1.0, log=True) == 0.5  # its configuration
+    frozen = study.get_trials(deepcopy=False)[0]
+    assert frozen.state == TrialState.RUNNING and Owner.of(frozen) is not None
+

@@ -24,9 +24,10 @@ Crash resume (:func:`~lightning_hpo.launch.trials.crashed`): a trial whose worke
 to the scheduler as an interrupted trial, resumed from its last checkpoint (its
 :class:`~lightning_hpo.schema.ResumePoint`) on the next free slot, ``stop.max_retries`` times;
 then it ends FAIL with every attempt's reason. A worker killed between its claim and writing
-its name leaves a RUNNING trial no one owns: the next claim under the lock puts it back among
-the tickets (:func:`~lightning_hpo.launch.trials.hand_back_lost_claims`); a new trial's round
-and target are written before its owner, so an owned trial always has them. The records the
+its name leaves a RUNNING trial no one owns. Every claim is made under the lock, its owner
+written before the lock is let go, so the next claim puts such a trial back among the tickets
+(:func:`~lightning_hpo.launch.trials.hand_back_lost_claims`); a new trial's round and target
+are written before its owner, so an owned trial always has them. The records the
 scheduler writes (owner, pause, end) go through :mod:`lightning_hpo.launch.trials`; the schedule
 itself is built beside the pruner (:func:`lightning_hpo.launch.search.build_schedule`).
 
@@ -60,6 +61,7 @@ from lightning_hpo.launch.trials import (
     crashed,
     end_paused,
     hand_back_lost_claims,
+    is_unowned,
     pause,
     unpause,
 )
@@ -149,13 +151,13 @@ class Scheduler:
         """The next segment for a free slot; ``"wait"`` (ask again in a moment) or None (no
         work left for this study)."""
         fast = not self.cfg.pruner.pauses and self.cfg.heartbeat is None
-        if fast and not self._any_paused():
+        if fast and not self._needs_schedule():
             return self._start_plain(owner)  # the fast path of a stopping pruner
         with study_lock(self.cfg, self._storage, "schedule"):
             trials = self.study.get_trials(deepcopy=False)
-            # A pausing schedule or a heartbeat: every claim is made under this lock (no fast
-            # path), so an unowned RUNNING trial is a lost claim, not one about to be owned.
-            if not fast and hand_back_lost_claims(self.study, trials):
+            # Every claim, the fast path's too, is made under this lock and names its owner
+            # before the lock is let go: an unowned RUNNING trial here is a lost claim.
+            if hand_back_lost_claims(self.study, trials):
                 trials = self.study.get_trials(deepcopy=False)
             if self.cfg.heartbeat is not None and self._recover_lost(trials):
                 trials = self.study.get_trials(deepcopy=False)
@@ -195,15 +197,20 @@ class Scheduler:
         return lost
 
     # -- writing decisions -------------------------------------------------------------------
-    def _any_paused(self) -> bool:
+    def _needs_schedule(self) -> bool:
+        """A stopping pruner's study still needs the locked path: a paused trial to resume, or
+        a claim that may be lost (read without the lock: one being made shows up here too,
+        and the locked path then finds it owned)."""
         running = self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-        return any(is_paused(t) for t in running)
+        return any(is_paused(t) or is_unowned(t) for t in running)
 
     def _start_plain(self, owner: Owner) -> Assignment | None:
-        trial = claim_trial(self.study, self.cfg)
-        if trial is None:
-            return None
-        self._mark(trial, self.cfg.max_epochs, owner)
+        # no decision to take, but the claim and its owner under the lock, as every claim
+        with study_lock(self.cfg, self._storage, "schedule"):
+            trial = claim_trial(self.study, self.cfg)
+            if trial is None:
+                return None
+            self._mark(trial, self.cfg.max_epochs, owner, owner_last=True)
         return Assignment(trial, self.cfg.max_epochs, None, 0, owner, resumed=False)
 
     def _start(self, to_epoch: int, group: int | None, owner: Owner) -> Assignment | None:

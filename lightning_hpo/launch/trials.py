@@ -32,7 +32,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import datetime
 import logging
 import os
 import socket
@@ -68,7 +67,6 @@ from lightning_hpo.storage._locks import file_lock
 from lightning_hpo.storage._proxy_client import proxy_client
 
 __all__ = [
-    "LOST_CLAIM_SECONDS",
     "assign",
     "claim_trial",
     "close_segment",
@@ -79,6 +77,7 @@ __all__ = [
     "hand_back_lost_claims",
     "hand_back_owned",
     "interrupt",
+    "is_unowned",
     "open_segment",
     "pause",
     "record_resume_point",
@@ -361,32 +360,27 @@ def hand_back_owned(
     return outcome
 
 
-#: A claim no worker has named itself on for this long (seconds since the claim) is taken for
-#: lost where claims are made without the schedule's lock (a stopping pruner's fast path): a
-#: live worker writes its name milliseconds after its claim.
-LOST_CLAIM_SECONDS = 60.0
+def is_unowned(frozen: FrozenTrial) -> bool:
+    """A RUNNING trial, not paused, that no worker has named itself on: a claim being made, or
+    one whose worker died before it wrote its name (:func:`hand_back_lost_claims`). Trials of a
+    study from before owner tokens have their launcher's pid instead, and are not unowned."""
+    return (frozen.state == TrialState.RUNNING and not is_paused(frozen)
+            and Owner.of(frozen) is None and ATTR.LAUNCHER_PID not in frozen.user_attrs)
 
 
-def hand_back_lost_claims(
-    study: optuna.Study, trials: list[FrozenTrial], older_than: float | None = None
-) -> list[int]:
-    """Put back as WAITING each RUNNING trial that no worker owns: claimed by a worker that
-    died before it wrote its name (the claim and the owner are two writes). It trained nothing;
-    as a ticket again it keeps its enqueued parameters and is claimed like any other. Returns
-    the numbers handed back.
+def hand_back_lost_claims(study: optuna.Study, trials: list[FrozenTrial]) -> list[int]:
+    """Put back as WAITING each unowned trial (:func:`is_unowned`): claimed by a worker that
+    died before it wrote its name (the claim and the owner are separate writes). It trained
+    nothing; as a ticket again it keeps its enqueued parameters and is claimed like any other.
+    Returns the numbers handed back.
 
-    With ``older_than`` None, call it only while holding the study's ``schedule`` lock with
-    every claim of the study made under that lock (a pausing schedule, or a heartbeat: a
-    claimer writes its name before it lets the lock go), so that an unowned trial cannot be one
-    whose claimer is still alive. Otherwise only claims older than ``older_than`` seconds are
-    handed back. Trials of a study from before owner tokens (their launcher's pid written
-    instead) are left to :func:`recover_stale_trials`.
+    Call it only while holding the study's ``schedule`` lock: every claim of a launcher's study
+    is made under that lock, its owner written before the lock is let go
+    (:class:`~lightning_hpo.launch.scheduler.Scheduler`), so an unowned trial seen under the
+    lock cannot be one whose claimer is alive. (A study a launcher runs is the launcher's: a
+    script's own ``study.optimize`` on it would have its RUNNING trials taken for lost.)
     """
-    now = datetime.datetime.now()
-    lost = [t for t in trials if t.state == TrialState.RUNNING and not is_paused(t)
-            and Owner.of(t) is None and ATTR.LAUNCHER_PID not in t.user_attrs
-            and (older_than is None or t.datetime_start is None
-                 or (now - t.datetime_start).total_seconds() > older_than)]
+    lost = [t for t in trials if is_unowned(t)]
     storage = storage_of(study)
     for frozen in lost:
         _logger.warning("trial %d was claimed by a worker that stopped before it wrote its "
@@ -403,13 +397,10 @@ def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
     checkpoint by the scheduler while ``stop.max_retries`` allows, else ends FAIL with every
     attempt's reason (:func:`crashed`). Paused trials are left as they are (the scheduler
     resumes them); trials of other hosts too: their launchers may be alive. A claim no worker
-    named itself on goes back to the tickets (:func:`hand_back_lost_claims`: where claims are
-    made without the lock, once it is :data:`LOST_CLAIM_SECONDS` old). Returns
-    ``{number: "resumable" | "failed"}``.
+    named itself on goes back to the tickets (:func:`hand_back_lost_claims`; the caller holds
+    the ``schedule`` lock). Returns ``{number: "resumable" | "failed"}``.
     """
-    locked = cfg.pruner.pauses or cfg.heartbeat is not None  # every claim under the lock
-    hand_back_lost_claims(study, study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)),
-                          older_than=None if locked else LOST_CLAIM_SECONDS)
+    hand_back_lost_claims(study, study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
     host = socket.gethostname()
     outcome: dict[int, str] = {}
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
