@@ -210,7 +210,7 @@ class Scheduler:
             trial = claim_trial(self.study, self.cfg)
             if trial is None:
                 return None
-            self._mark(trial, self.cfg.max_epochs, owner, owner_last=True)
+            self._mark(trial, self.cfg.max_epochs, owner)
         return Assignment(trial, self.cfg.max_epochs, None, 0, owner, resumed=False)
 
     def _start(self, to_epoch: int, group: int | None, owner: Owner) -> Assignment | None:
@@ -226,7 +226,7 @@ class Scheduler:
                 trial.set_user_attr(ATTR.ROUND, group)
             else:
                 self._storage.set_trial_system_attr(trial_id_of(trial), BRACKET_ATTR, group)
-        self._mark(trial, to_epoch, owner, owner_last=True)
+        self._mark(trial, to_epoch, owner)
         return Assignment(trial, to_epoch, None, 0, owner, resumed=False)
 
     def _resume(
@@ -244,10 +244,8 @@ class Scheduler:
         unpause(trial)
         return Assignment(trial, to_epoch, checkpoint, from_epoch, owner, resumed=True)
 
-    def _mark(
-        self, trial: optuna.Trial, to_epoch: int, owner: Owner, owner_last: bool = False
-    ) -> None:
-        assign(trial, owner, to_epoch, owner_last=owner_last)
+    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: Owner) -> None:
+        assign(trial, owner, to_epoch)
         if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
             # pause: beat now, or another launcher takes it for lost before its worker's first
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]

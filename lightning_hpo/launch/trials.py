@@ -116,19 +116,15 @@ def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[bool]:
     return file_lock(lock_path)
 
 
-def assign(trial: optuna.Trial, owner: Owner, to_epoch: int, *, owner_last: bool = False) -> None:
+def assign(trial: optuna.Trial, owner: Owner, to_epoch: int) -> None:
     """Give a claimed (or resumed) trial's next segment to ``owner``, to train to ``to_epoch``.
 
-    The owner is written first: from the claim on, a worker that dies is known by it. Under the
-    schedule's lock it is written last (``owner_last``): there an unowned claim is handed back
-    (:func:`hand_back_lost_claims`), so a trial with an owner then always has its target too (a
-    crashed trial is resumed to its target, not past a rung).
+    The target first, the owner last, under the schedule's lock: an unowned claim is handed
+    back there (:func:`hand_back_lost_claims`), so a trial with an owner always has its target
+    too (a crashed trial is resumed to its target, not past a rung).
     """
-    if not owner_last:
-        trial.set_user_attr(ATTR.OWNER, owner.token)
     trial.set_user_attr(ATTR.TARGET, to_epoch)
-    if owner_last:
-        trial.set_user_attr(ATTR.OWNER, owner.token)
+    trial.set_user_attr(ATTR.OWNER, owner.token)
 
 
 def end_trial(
@@ -392,8 +388,8 @@ def hand_back_lost_claims(study: optuna.Study, trials: list[FrozenTrial]) -> lis
 def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
     """Hand back the RUNNING trials whose worker on this host is gone.
 
-    A trial's worker is known by its :class:`~lightning_hpo.schema.Owner` (written right after
-    the claim), in a study without owners by its launcher's pid. Each is resumed from its last
+    A trial's worker is known by its :class:`~lightning_hpo.schema.Owner` (written with the
+    claim), in a study without owners by its launcher's pid. Each is resumed from its last
     checkpoint by the scheduler while ``stop.max_retries`` allows, else ends FAIL with every
     attempt's reason (:func:`crashed`). Paused trials are left as they are (the scheduler
     resumes them); trials of other hosts too: their launchers may be alive. A claim no worker
