@@ -42,6 +42,11 @@ minutes).
     python benchmarks/bench_peers.py                 # 3 runs each, quickstart
     python benchmarks/bench_peers.py --long --runs 2
     python benchmarks/bench_peers.py --cli           # our trials through LightningCLI
+    python benchmarks/bench_peers.py --storage postgresql://postgres@127.0.0.1:5432/bench
+
+``--storage`` puts both systems' studies somewhere other than a journal file: ``sqlite`` (a
+database file per run) or a PostgreSQL URL (the setup of several machines; each run's studies
+get names of their own and are deleted after it). Both systems use the same storage.
 
 On a machine with more than 2 cores the whole run is pinned to 2 of them (``--all-cores`` does
 not), so both systems run the issue's setup: 2 workers, one torch thread each.
@@ -228,38 +233,82 @@ def ours_config(root: Path, configs: list[dict[str, Any]], repeat: int = 1,
     return raw
 
 
+def run_storage(choice: str, root: Path, name: str) -> tuple[str, str]:
+    """``(storage, study name)`` of one system's run in folder ``root``: a journal file or SQLite
+    database there, or the PostgreSQL URL given with a study name no earlier run used.
+
+    Example::
+
+        >>> run_storage("journal", Path("/tmp/r"), "ours")
+        ('/tmp/r/ours.journal', 'ours')
+        >>> run_storage("sqlite", Path("/tmp/r"), "ours")
+        ('sqlite:////tmp/r/ours.db', 'ours')
+    """
+    if choice == "journal":
+        return str(root / f"{name}.journal"), name
+    if choice == "sqlite":
+        return f"sqlite:///{root / name}.db", name
+    return choice, f"{name}-{root.name}"  # root is a fresh temporary folder
+
+
+def _open(storage: str) -> Any:
+    if "://" in storage:
+        return storage
+    return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(storage))
+
+
+def _drop(storage: str, study: str) -> None:
+    """Delete a run's study from a database the user gave (``--storage postgresql://``)."""
+    if storage.startswith("postgresql"):
+        optuna.delete_study(study_name=study, storage=storage)
+
+
 def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
-          cli: bool = False) -> Run:
+          cli: bool = False, storage_choice: str = "journal") -> Run:
     """The launcher, as the quickstart runs it, on ``configs``."""
     raw = ours_config(root, configs, repeat, cli)
+    storage, name = run_storage(storage_choice, root, "ours")
+    raw.update(storage=storage, study=name)
     path = root / "ours.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     start = time.time()
     done = subprocess.run([sys.executable, "-m", "lightning_hpo.launch", str(path), "--quiet"],
                           cwd=root, env=env, capture_output=True, text=True)
     wall = time.time() - start
-    if done.returncode != 0:
-        raise SystemExit(f"lightning_hpo failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(root / "ours.journal")))
-    trials = optuna.load_study(study_name="ours", storage=storage).get_trials(deepcopy=False)
+    try:
+        if done.returncode != 0:
+            raise SystemExit(f"lightning_hpo failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        trials = optuna.load_study(study_name=name, storage=_open(storage)).get_trials(
+            deepcopy=False)
+    finally:
+        _drop(storage, name)
     spans = {t.number: (t.user_attrs["start_time"], t.user_attrs["end_time"],
                         t.user_attrs.get("epoch_end_times") or []) for t in trials}
     values = [v for t in trials for v in t.intermediate_values.values()]
     return figures_of(start, wall, spans, values)
 
 
-def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
-    """Plain Optuna: two processes of ``peers/plain_optuna.py`` on one journal file."""
-    journal = str(root / "plain.journal")
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal))
-    study = optuna.create_study(study_name="plain-optuna", storage=storage)
+def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
+           storage_choice: str = "journal") -> Run:
+    """Plain Optuna: two processes of ``peers/plain_optuna.py`` on one journal file (or the
+    storage of ``--storage``)."""
+    journal, name = run_storage(storage_choice, root, "plain")
+    study = optuna.create_study(study_name=name, storage=_open(journal))
+    try:
+        return _run_plain(root, configs, repeat, env, study, journal, name)
+    finally:
+        _drop(journal, name)
+
+
+def _run_plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
+               study: optuna.Study, journal: str, name: str) -> Run:
     for params in configs:
         study.enqueue_trial(params)
     start = time.time()
     procs = [subprocess.Popen(
         [sys.executable, str(PEERS / "plain_optuna.py"), "--storage", journal,
-         "--worker", str(w), "--n-trials", str(len(configs) // WORKERS), "--epochs", str(EPOCHS),
+         "--study", name, "--worker", str(w), "--n-trials", str(len(configs) // WORKERS),
+         "--epochs", str(EPOCHS),
          "--repeat", str(repeat), "--run-dir", str(root / "plain-runs"),
          "--times", str(root / f"plain-{w}.json")],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -348,8 +397,14 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"do not pin the run to {WORKERS} cores on a bigger machine")
     parser.add_argument("--no-warm-up", action="store_true",
                         help="no untimed 2-trial run of each system first")
+    parser.add_argument("--storage", default="journal", metavar="WHERE",
+                        help="both systems' storage: journal (default), sqlite, or a "
+                        "PostgreSQL URL (each run's studies are deleted after it)")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
+    if args.storage not in ("journal", "sqlite") and not args.storage.startswith("postgresql"):
+        parser.error(f"--storage: is {args.storage!r}, but must be journal, sqlite or a "
+                     "postgresql:// URL")
     if args.trials < 2 or args.trials % WORKERS:
         parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
     if args.runs < 1:
@@ -362,9 +417,12 @@ def main(argv: list[str] | None = None) -> int:
     env = peer_env()
     configs = configurations(args.trials)
     def ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
-        return _ours(root, configs, repeat, env, cli=args.cli)
+        return _ours(root, configs, repeat, env, cli=args.cli, storage_choice=args.storage)
 
-    systems = [("lightning_hpo", ours), ("plain Optuna", _plain)]
+    def plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
+        return _plain(root, configs, repeat, env, storage_choice=args.storage)
+
+    systems = [("lightning_hpo", ours), ("plain Optuna", plain)]
     if not args.no_syne_tune:
         if syne_tune_found(env, args.install_syne_tune):
             systems.append(("Syne Tune", _syne_tune))
@@ -388,7 +446,9 @@ def main(argv: list[str] | None = None) -> int:
                   f" s  {r.per_epoch:.4f} s/epoch  {r.epochs} epochs  best {r.best:.4f}",
                   flush=True)
     variant = ("10x longer epochs" if args.long else "quickstart") + (
-        ", ours through LightningCLI" if args.cli else "")
+        ", ours through LightningCLI" if args.cli else "") + (
+        "" if args.storage == "journal" else
+        f", on {'SQLite' if args.storage == 'sqlite' else 'PostgreSQL'}")
     print(f"\n{variant}, {args.runs} runs each (ranges)")
     print(f"{'system':<14} {'wall s':>13} {'first epoch s':>13} {'s/epoch':>15} {'epochs':>9}"
           f" {'best':>13}")

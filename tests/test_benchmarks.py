@@ -955,7 +955,8 @@ def test_bench_peers_alternates_which_system_runs_first_and_pairs_the_runs() -> 
         bench_peers.paired_ratio([1.0], [1.0, 2.0])
 
 
-@pytest.mark.parametrize("args", [["--runs", "0"], ["--trials", "3"]], ids=["runs", "trials"])
+@pytest.mark.parametrize("args", [["--runs", "0"], ["--trials", "3"], ["--storage", "mysql://db"]],
+                         ids=["runs", "trials", "storage"])
 def test_bench_peers_refuses_bad_counts_before_it_runs_anything(
     args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -967,6 +968,28 @@ def test_bench_peers_refuses_bad_counts_before_it_runs_anything(
     captured = capsys.readouterr()
     assert captured.out == ""  # not even the machine line: nothing was run or installed
     assert f": error: {args[0]}: is " in captured.err.splitlines()[-1]
+
+
+def test_bench_peers_storages_put_each_run_apart(tmp_path: Path) -> None:
+    import bench_peers
+
+    journal, name = bench_peers.run_storage("journal", tmp_path, "plain")
+    assert (journal, name) == (str(tmp_path / "plain.journal"), "plain")
+    url, name = bench_peers.run_storage("sqlite", tmp_path / "run1", "ours")
+    assert (url, name) == (f"sqlite:///{tmp_path}/run1/ours.db", "ours")
+    # a database the user gave: every run's study is named after its own fresh folder
+    given = "postgresql://u@127.0.0.1:5432/bench"
+    assert bench_peers.run_storage(given, tmp_path / "bench-peers-a1", "ours") == (
+        given, "ours-bench-peers-a1")
+    # the plain script opens what the benchmark hands it: a journal path or an RDB URL
+    study = optuna.create_study(study_name="s", storage=bench_peers._open(journal))
+    study.enqueue_trial({"x": 1.0})
+    again = optuna.load_study(study_name="s", storage=bench_peers._open(journal))
+    assert len(again.trials) == 1
+    sqlite = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    optuna.create_study(study_name="t", storage=bench_peers._open(sqlite))
+    bench_peers._drop(sqlite, "t")  # only a PostgreSQL database the user gave is cleaned
+    assert optuna.get_all_study_names(sqlite) == ["t"]
 
 
 def test_bench_peers_pins_itself_and_its_children_to_as_many_cores_as_workers() -> None:

@@ -32,6 +32,8 @@ from lightning_hpo._optuna import (
     backend_of,
     check_studies_table,
     claim_waiting_trial,
+    set_trial_user_attrs,
+    set_user_attrs,
     storage_of,
     study_id_of,
     trial_id_of,
@@ -287,6 +289,89 @@ def test_racing_claims_take_each_ticket_once(kind: str, tmp_path: Path) -> None:
     assert len(study.get_trials()) == 6
 
 
+# -- several user attributes in one write --------------------------------------------------
+
+ATTRS = {"launcher_pid": 41, "host": "node-1", "slot": 0, "segments": [{"start": 1.5}],
+         "paused": None, "slot_again": {"nested": [1, 2]}}
+
+
+def test_attributes_set_at_once_read_as_if_set_one_by_one(storage: StorageSpec) -> None:
+    study = optuna.create_study(storage=storage.make(), study_name="attrs")
+    batched, single = study.ask(), study.ask()
+    single.set_user_attr("slot", 5)  # a key written before keeps its place and gets the new value
+    batched.set_user_attr("slot", 5)
+    set_trial_user_attrs(storage_of(study), trial_id_of(batched), ATTRS)
+    for key, value in ATTRS.items():
+        single.set_user_attr(key, value)
+    other = optuna.load_study(study_name="attrs", storage=storage.make())  # another process
+    for handle in (study, other):
+        first, second = handle.get_trials(deepcopy=False)
+        assert first.user_attrs == second.user_attrs == {"slot": 0, **ATTRS}
+        assert list(first.user_attrs) == list(second.user_attrs)
+
+
+def test_a_live_trial_holds_the_attributes_set_at_once(storage: StorageSpec) -> None:
+    study = optuna.create_study(storage=storage.make(), study_name="live")
+    trial = study.ask()
+    set_user_attrs(trial, {"seed": 3, "log_dir": "runs/s/trial_00000"})
+    set_user_attrs(trial, {})  # nothing to write
+    assert trial.user_attrs == {"seed": 3, "log_dir": "runs/s/trial_00000"}
+    assert study.get_trials()[0].user_attrs == trial.user_attrs
+
+
+def test_a_finished_trial_refuses_attributes_set_at_once(storage: StorageSpec) -> None:
+    study = optuna.create_study(storage=storage.make(), study_name="finished")
+    trial = study.ask()
+    study.tell(trial, 1.0)
+    with pytest.raises(optuna.exceptions.UpdateFinishedTrialError):
+        set_trial_user_attrs(storage_of(study), trial_id_of(trial), {"end_time": 2.0, "x": 1})
+    assert optuna.load_study(study_name="finished", storage=storage.make()).trials[0] \
+        .user_attrs == {}
+
+
+def test_a_journal_gets_one_append_for_all_the_attributes(tmp_path: Path) -> None:
+    path = tmp_path / "one.journal"
+    study = optuna.create_study(storage=JournalStorage(JournalFileBackend(str(path))))
+    trial = study.ask()
+    backend = storage_of(study)._backend  # type: ignore[attr-defined]
+    appends: list[int] = []
+    append = backend.append_logs
+    backend.append_logs = lambda logs: (appends.append(len(logs)), append(logs))[1]
+    lines = path.read_text().count("\n")
+    set_user_attrs(trial, ATTRS)
+    assert appends == [len(ATTRS)]
+    assert path.read_text().count("\n") == lines + len(ATTRS)  # Optuna's own line per key
+
+
+def test_rdb_writes_all_the_attributes_in_one_transaction(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'one.db'}"
+    study = optuna.create_study(storage=url)
+    trial = study.ask()
+    engine = backend_of(study).engine  # type: ignore[attr-defined]
+    commits: list[int] = []
+    sa.event.listen(engine, "commit", lambda connection: commits.append(1))
+    set_user_attrs(trial, ATTRS)
+    assert len(commits) == 1
+    one_by_one = study.ask()
+    commits.clear()
+    for key, value in ATTRS.items():
+        one_by_one.set_user_attr(key, value)
+    assert len(commits) == len(ATTRS)  # what it saves: a commit (an fsync on SQLite) a key
+
+
+def test_a_trial_stand_in_gets_its_attributes_one_by_one() -> None:
+    class StandIn:  # a DDP follower's trial: it has set_user_attr, no storage
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, Any]] = []
+
+        def set_user_attr(self, key: str, value: Any) -> None:
+            self.calls.append((key, value))
+
+    stand_in = StandIn()
+    set_user_attrs(stand_in, {"a": 1, "b": 2})
+    assert stand_in.calls == [("a", 1), ("b", 2)]
+
+
 # -- a failed assumption is a clear error ---------------------------------------------------
 
 
@@ -297,6 +382,22 @@ def test_a_missing_private_attribute_names_optuna_and_what_is_gone() -> None:
     assert f"optuna {optuna.__version__}" in message and "`Study._storage` is gone" in message
     with pytest.raises(OptunaContractError, match="_trial_id"):
         trial_id_of(object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["_replay_result", "_sync_with_backend", "_backend"])
+def test_a_journal_without_what_batched_writes_use_is_an_error(tmp_path: Path, name: str) -> None:
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "gone.journal")))
+    trial = optuna.create_study(storage=storage).ask()
+    storage.__dict__.pop(name, None)
+    if name == "_sync_with_backend":  # a method: hide it on the instance's class
+        broken = type("Broken", (JournalStorage,), {name: property(_gone)})
+        storage.__class__ = broken
+    with pytest.raises(OptunaContractError, match=f"JournalStorage.{name}` is gone"):
+        set_user_attrs(trial, {"a": 1})
+
+
+def _gone(self: object) -> None:
+    raise AttributeError("gone")
 
 
 def test_a_cache_without_its_backend_is_an_error(tmp_path: Path) -> None:

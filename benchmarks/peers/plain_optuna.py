@@ -8,9 +8,11 @@ process on one journal file, as Optuna's documentation does for parallel optimis
     python plain_optuna.py --storage s.journal --worker 0 &
     python plain_optuna.py --storage s.journal --worker 1
 
-Only one thing differs from the documented example, for a fair comparison (see
-``bench_peers.py``): the epoch reported to the pruner is 1-based (optuna-integration reports
-``current_epoch``, 0-based, which would put its rungs at epochs 2, 4 and 10). The benchmark
+``--storage`` may be an RDB URL instead (Optuna's other documented way to share a study),
+as ``bench_peers.py --storage`` runs it. Only one thing differs from the documented example,
+for a fair comparison (see ``bench_peers.py``): the epoch reported to the pruner is 1-based
+(optuna-integration reports ``current_epoch``, 0-based, which would put its rungs at epochs 2,
+4 and 10). The benchmark
 creates the study before it starts the workers and enqueues the configurations both systems
 train, so the two systems train the same ones. ``--times`` writes when each trial started,
 each epoch ended and each trial ended (unix seconds), which the benchmark reads; it costs one
@@ -80,7 +82,9 @@ def objective(trial: optuna.Trial, args: argparse.Namespace) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--storage", required=True, help="journal file shared by the workers")
+    parser.add_argument("--storage", required=True,
+                        help="journal file shared by the workers, or an RDB URL "
+                        "(sqlite:///FILE, postgresql://...)")
     parser.add_argument("--study", default="plain-optuna")
     parser.add_argument("--worker", type=int, default=0, help="this worker's sampler seed")
     parser.add_argument("--n-trials", type=int, default=20, help="trials this worker runs")
@@ -91,7 +95,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    storage = JournalStorage(JournalFileBackend(args.storage))
+    storage = (args.storage if "://" in args.storage
+               else JournalStorage(JournalFileBackend(args.storage)))
     study = optuna.create_study(
         study_name=args.study, storage=storage, direction="minimize", load_if_exists=True,
         sampler=optuna.samplers.RandomSampler(seed=args.worker),

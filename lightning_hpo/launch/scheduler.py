@@ -221,12 +221,13 @@ class Scheduler:
         # these writes leaves either a trial without an owner, which the next claim hands back
         # as a ticket (hand_back_lost_claims), or one that has them all; never an owned trial
         # outside any round, which the schedule would take for a stray and prune.
+        before: dict[str, int] = {}
         if group is not None:
             if self.cfg.pruner.name.startswith("sync_"):
-                trial.set_user_attr(ATTR.ROUND, group)
+                before[ATTR.ROUND] = group  # written with the target and owner, first
             else:
                 self._storage.set_trial_system_attr(trial_id_of(trial), BRACKET_ATTR, group)
-        self._mark(trial, to_epoch, owner)
+        self._mark(trial, to_epoch, owner, before)
         return Assignment(trial, to_epoch, None, 0, owner, resumed=False)
 
     def _resume(
@@ -244,8 +245,9 @@ class Scheduler:
         unpause(trial)
         return Assignment(trial, to_epoch, checkpoint, from_epoch, owner, resumed=True)
 
-    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: Owner) -> None:
-        assign(trial, owner, to_epoch)
+    def _mark(self, trial: optuna.Trial, to_epoch: int, owner: Owner,
+              before: dict[str, int] | None = None) -> None:
+        assign(trial, owner, to_epoch, before)
         if self.cfg.heartbeat is not None:  # a resumed trial's last beat is from before its
             # pause: beat now, or another launcher takes it for lost before its worker's first
             backend_of(self.study).record_heartbeat(trial_id_of(trial))  # type: ignore[attr-defined]

@@ -36,15 +36,17 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._optuna import (
     claim_waiting_trial,
+    set_trial_user_attrs,
+    set_user_attrs,
     storage_of,
     study_id_of,
     trial_id_of,
@@ -116,15 +118,19 @@ def _claim_lock(spec: StorageSpec) -> contextlib.AbstractContextManager[bool]:
     return file_lock(lock_path)
 
 
-def assign(trial: optuna.Trial, owner: Owner, to_epoch: int) -> None:
+def assign(
+    trial: optuna.Trial, owner: Owner, to_epoch: int, before: Mapping[str, Any] | None = None
+) -> None:
     """Give a claimed (or resumed) trial's next segment to ``owner``, to train to ``to_epoch``.
 
-    The target first, the owner last, under the schedule's lock: an unowned claim is handed
-    back there (:func:`hand_back_lost_claims`), so a trial with an owner always has its target
-    too (a crashed trial is resumed to its target, not past a rung).
+    ``before`` (other user attributes, such as a new trial's round) first, then the target,
+    the owner last, in one write (:func:`~lightning_hpo._optuna.
+    set_user_attrs`), under the schedule's lock: an unowned claim is handed back there
+    (:func:`hand_back_lost_claims`), so a trial with an owner always has its target too (a
+    crashed trial is resumed to its target, not past a rung).
     """
-    trial.set_user_attr(ATTR.TARGET, to_epoch)
-    trial.set_user_attr(ATTR.OWNER, owner.token)
+    set_user_attrs(trial, {**(before or {}), ATTR.TARGET: to_epoch,
+                           ATTR.OWNER: owner.token})
 
 
 def end_trial(
@@ -154,8 +160,8 @@ def end_trial(
     try:
         if reason is not None:
             name = ATTR.STOP_REASON if state == TrialState.PRUNED else ATTR.FAIL_REASON
-            storage.set_trial_user_attr(trial_id_of(frozen), name, reason)
-            storage.set_trial_user_attr(trial_id_of(frozen), ATTR.END, time.time())
+            set_trial_user_attrs(storage, trial_id_of(frozen), {name: reason,
+                                                               ATTR.END: time.time()})
         study.tell(number, value if state == TrialState.COMPLETE else None, state=state)
     except (optuna.exceptions.UpdateFinishedTrialError, ValueError, RuntimeError) as error:
         _logger.debug("trial %d already ended: %s", number, error)
@@ -170,10 +176,10 @@ def end_paused(study: optuna.Study, frozen: FrozenTrial, reason: str) -> None:
     trial stopped at (``pruned_at_epoch``), which reports and the status read that way.
     """
     paused = Pause.of(frozen) or Pause()
-    storage, trial_id = storage_of(study), trial_id_of(frozen)
+    attrs: dict[str, object] = {ATTR.PAUSED: None}
     if paused.epoch is not None:
-        storage.set_trial_user_attr(trial_id, ATTR.PRUNED_AT_EPOCH, paused.epoch)
-    storage.set_trial_user_attr(trial_id, ATTR.PAUSED, None)
+        attrs = {ATTR.PRUNED_AT_EPOCH: paused.epoch, **attrs}
+    set_trial_user_attrs(storage_of(study), trial_id_of(frozen), attrs)
     if end_trial(study, frozen.number, TrialState.PRUNED, reason=reason):
         _remove(paused.checkpoint)
         remove_resume_checkpoint(frozen)
@@ -234,14 +240,20 @@ def interrupt(study: optuna.Study, number: int, why: str, max_epochs: int) -> bo
 # -- segments -------------------------------------------------------------------------------
 
 
-def open_segment(trial: optuna.Trial, segment: Segment) -> None:
-    """List a segment that starts now on a live trial (``end`` None)."""
-    trial.set_user_attr(ATTR.SEGMENTS, with_segment(trial, segment))
+def open_segment(
+    trial: optuna.Trial, segment: Segment, attrs: Mapping[str, Any] | None = None
+) -> None:
+    """List a segment that starts now on a live trial (``end`` None), after ``attrs`` (other
+    user attributes), all in one write."""
+    set_user_attrs(trial, {**(attrs or {}), ATTR.SEGMENTS: with_segment(trial, segment)})
 
 
-def close_segment(trial: optuna.Trial, segment: Segment) -> None:
-    """Record a live trial's segment as ended: it replaces the open entry it listed."""
-    trial.set_user_attr(ATTR.SEGMENTS, with_segment(trial, segment))
+def close_segment(
+    trial: optuna.Trial, segment: Segment, attrs: Mapping[str, Any] | None = None
+) -> None:
+    """Record a live trial's segment as ended (it replaces the open entry it listed), after
+    ``attrs`` (other user attributes), all in one write."""
+    set_user_attrs(trial, {**(attrs or {}), ATTR.SEGMENTS: with_segment(trial, segment)})
 
 
 def close_segment_of(
@@ -257,14 +269,14 @@ def close_segment_of(
         return
     if only_open and Segment.open_last(frozen) is None:
         return
-    storage, trial_id = storage_of(study), trial_id_of(frozen)
-    storage.set_trial_user_attr(trial_id, ATTR.SEGMENTS, with_segment(frozen, segment))
+    attrs: dict[str, Any] = {ATTR.SEGMENTS: with_segment(frozen, segment)}
     if segment.epochs:
         before = as_count(frozen.user_attrs.get(ATTR.EPOCHS_TRAINED)) or 0
-        storage.set_trial_user_attr(trial_id, ATTR.EPOCHS_TRAINED, before + segment.epochs)
+        attrs[ATTR.EPOCHS_TRAINED] = before + segment.epochs
     done = as_count(frozen.user_attrs.get(ATTR.EPOCHS)) or 0
     if segment.to_epoch is not None and segment.to_epoch > done:
-        storage.set_trial_user_attr(trial_id, ATTR.EPOCHS, segment.to_epoch)
+        attrs[ATTR.EPOCHS] = segment.to_epoch
+    set_trial_user_attrs(storage_of(study), trial_id_of(frozen), attrs)
 
 
 def _lost_segment(frozen: FrozenTrial) -> Segment | None:

@@ -56,7 +56,7 @@ from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
-from lightning_hpo._optuna import backend_of, storage_of, trial_id_of
+from lightning_hpo._optuna import backend_of, set_user_attrs, storage_of, trial_id_of
 from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, ResumeCheckpoint
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
@@ -356,8 +356,7 @@ def train(
             # python main.py fit --config trial_NNNNN/config.yaml retrains it
             write_text_whole(trial_dir / CONFIG_NAME, built.config_text)
     if trainer.is_global_zero:
-        trial.set_user_attr(ATTR.SEED, seed)
-        trial.set_user_attr(ATTR.LOG_DIR, str(trial_dir))
+        set_user_attrs(trial, {ATTR.SEED: seed, ATTR.LOG_DIR: str(trial_dir)})
     try:
         # Our own resume checkpoints; a CLI-built model's hyperparameters hold the CLI's
         # instantiator (a function), which torch's weights-only loading refuses.
@@ -596,11 +595,9 @@ def _announce(job: Assignment, spec: WorkerSpec, events: EventWriter) -> Segment
     }
     if not job.resumed:
         attrs[ATTR.START] = started
-    for key, value in attrs.items():
-        trial.set_user_attr(key, value)
     segment = Segment(started, None, slot=spec.slot, device=spec.device_label,
                       from_epoch=0 if job.checkpoint is None else job.from_epoch, how="running")
-    open_segment(trial, segment)
+    open_segment(trial, segment, attrs)  # one write, the launcher's pid first
     return segment
 
 
@@ -744,12 +741,12 @@ def _record_epochs(
     from_epoch = 0 if job.checkpoint is None else progress.from_epoch
     done = from_epoch + len(progress.epoch_end_times)
     trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + len(progress.epoch_end_times)
-    trial.set_user_attr(ATTR.EPOCHS, max(done, int(attrs.get(ATTR.EPOCHS) or 0)))
-    trial.set_user_attr(ATTR.EPOCH_END_TIMES, times)
-    trial.set_user_attr(ATTR.EPOCHS_TRAINED, trained)
-    trial.set_user_attr(ATTR.END, time.time())
+    ended = time.time()
     close_segment(trial, dataclasses.replace(segment, from_epoch=from_epoch).closed(
-        time.time(), done, how))
+        ended, done, how), {
+        ATTR.EPOCHS: max(done, int(attrs.get(ATTR.EPOCHS) or 0)), ATTR.EPOCH_END_TIMES: times,
+        ATTR.EPOCHS_TRAINED: trained, ATTR.END: ended,
+    })  # one write
 
 
 def _run_follower(cfg: Config, spec: WorkerSpec) -> None:
