@@ -292,21 +292,22 @@ def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str
            storage_choice: str = "journal") -> Run:
     """Plain Optuna: two processes of ``peers/plain_optuna.py`` on one journal file (or the
     storage of ``--storage``)."""
-    journal, name = run_storage(storage_choice, root, "plain")
-    study = optuna.create_study(study_name=name, storage=_open(journal))
+    storage, name = run_storage(storage_choice, root, "plain")
+    study = optuna.create_study(study_name=name, storage=_open(storage))
     try:
-        return _run_plain(root, configs, repeat, env, study, journal, name)
+        for params in configs:
+            study.enqueue_trial(params)
+        return _run_plain(root, configs, repeat, env, storage, name, study)
     finally:
-        _drop(journal, name)
+        _drop(storage, name)
 
 
 def _run_plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
-               study: optuna.Study, journal: str, name: str) -> Run:
-    for params in configs:
-        study.enqueue_trial(params)
+               storage: str, name: str, study: optuna.Study) -> Run:
+    """The timed part of :func:`_plain`: its two processes on the study, configs enqueued."""
     start = time.time()
     procs = [subprocess.Popen(
-        [sys.executable, str(PEERS / "plain_optuna.py"), "--storage", journal,
+        [sys.executable, str(PEERS / "plain_optuna.py"), "--storage", storage,
          "--study", name, "--worker", str(w), "--n-trials", str(len(configs) // WORKERS),
          "--epochs", str(EPOCHS),
          "--repeat", str(repeat), "--run-dir", str(root / "plain-runs"),
@@ -405,6 +406,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.storage not in ("journal", "sqlite") and not args.storage.startswith("postgresql"):
         parser.error(f"--storage: is {args.storage!r}, but must be journal, sqlite or a "
                      "postgresql:// URL")
+    if "://" in args.storage:  # a server that does not answer: one line, its password masked
+        from lightning_hpo.errors import ConfigError
+        from lightning_hpo.storage import StorageSpec
+
+        try:
+            StorageSpec(args.storage).check()
+        except ConfigError as error:
+            parser.error(f"--storage: {error.message}")
     if args.trials < 2 or args.trials % WORKERS:
         parser.error(f"--trials: is {args.trials}, but must be an even number >= 2")
     if args.runs < 1:

@@ -268,8 +268,10 @@ def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str
     as one append (and one ``fsync``) of a journal file and one transaction on an RDB
     database, else one call per item (in-memory, the gRPC proxy).
 
-    A launcher's worker writes about ten attributes when a trial starts and ends; on SQLite each
-    separate write is a commit of about 2 ms (``benchmarks/bench_peers.py``). What readers see
+    A launcher's worker writes about ten attributes when a trial starts and ends; separately,
+    each would be a commit (an ``fsync`` on SQLite, a round trip and a WAL flush on PostgreSQL:
+    the quickstart on a local PostgreSQL took 0.93x the time once they went together, see
+    BENCHMARKS.md). What readers see
     is the same as from the calls one by one, except that on RDB none of the items is written
     if one fails.
 

@@ -970,6 +970,21 @@ def test_bench_peers_refuses_bad_counts_before_it_runs_anything(
     assert f": error: {args[0]}: is " in captured.err.splitlines()[-1]
 
 
+def test_bench_peers_refuses_a_server_that_does_not_answer_in_one_masked_line(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench_peers
+
+    with pytest.raises(SystemExit) as info:
+        bench_peers.main(["--storage", "postgresql+psycopg2://u:s3cret@127.0.0.1:1/db"])
+    assert info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    last = captured.err.splitlines()[-1]
+    assert ": error: --storage: cannot open postgresql+psycopg2://u:***@127.0.0.1:1/db" in last
+    assert "s3cret" not in captured.err
+
+
 def test_bench_peers_storages_put_each_run_apart(tmp_path: Path) -> None:
     import bench_peers
 

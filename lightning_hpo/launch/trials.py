@@ -124,8 +124,8 @@ def assign(
     """Give a claimed (or resumed) trial's next segment to ``owner``, to train to ``to_epoch``.
 
     ``before`` (other user attributes, such as a new trial's round) first, then the target,
-    the owner last, in one write (:func:`~lightning_hpo._optuna.
-    set_user_attrs`), under the schedule's lock: an unowned claim is handed back there
+    the owner last, in one write (:func:`~lightning_hpo._optuna.set_user_attrs`), under the
+    schedule's lock: an unowned claim is handed back there
     (:func:`hand_back_lost_claims`), so a trial with an owner always has its target too (a
     crashed trial is resumed to its target, not past a rung).
     """
@@ -176,9 +176,10 @@ def end_paused(study: optuna.Study, frozen: FrozenTrial, reason: str) -> None:
     trial stopped at (``pruned_at_epoch``), which reports and the status read that way.
     """
     paused = Pause.of(frozen) or Pause()
-    attrs: dict[str, object] = {ATTR.PAUSED: None}
+    attrs: dict[str, object] = {}
     if paused.epoch is not None:
-        attrs = {ATTR.PRUNED_AT_EPOCH: paused.epoch, **attrs}
+        attrs[ATTR.PRUNED_AT_EPOCH] = paused.epoch
+    attrs[ATTR.PAUSED] = None
     set_trial_user_attrs(storage_of(study), trial_id_of(frozen), attrs)
     if end_trial(study, frozen.number, TrialState.PRUNED, reason=reason):
         _remove(paused.checkpoint)
