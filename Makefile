@@ -16,7 +16,9 @@ $(PY):
 
 # The distribution is lightning-async-hpo (import name lightning_hpo). An install under the old
 # name lightning-hpo, or the unrelated project of that name (same import name), is removed first.
+# scripts/check_space.py refuses in one line, before pip writes anything, where torch cannot fit.
 $(STAMP): pyproject.toml | $(PY)
+	$(PY) scripts/check_space.py $(VENV)
 	$(PY) -m pip install $(TORCH_PINS)
 	$(PY) -m pip uninstall -y lightning-hpo
 	$(PY) -m pip install -e '.[dev]'
