@@ -214,9 +214,13 @@ def resume_from(frozen: FrozenTrial) -> tuple[int, str | None]:
     return 0, None
 
 
-def record_resume_point(trial: optuna.Trial, epoch: int, checkpoint: str) -> None:
-    """A resume checkpoint holding ``epoch`` epochs was written (rank 0, each time)."""
-    trial.set_user_attr(ATTR.RESUME_POINT, ResumePoint(epoch, checkpoint).to_attr())
+def record_resume_point(
+    trial: optuna.Trial, epoch: int, checkpoint: str, attrs: Mapping[str, Any] | None = None
+) -> None:
+    """A resume checkpoint holding ``epoch`` epochs was written (rank 0, each time), after
+    ``attrs`` (other user attributes, e.g. the epochs' end times), all in one write."""
+    set_user_attrs(trial, {**(attrs or {}),
+                           ATTR.RESUME_POINT: ResumePoint(epoch, checkpoint).to_attr()})
 
 
 def remove_resume_checkpoint(trial: HasAttrs) -> None:

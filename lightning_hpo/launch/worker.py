@@ -127,7 +127,14 @@ class _Stop:
 
 
 class _Progress(L.Callback):
-    """Records epoch end times and values (rank 0), emits events, and stops on request."""
+    """Records epoch end times and values (rank 0), emits events, and stops on request.
+
+    An epoch's end times reach the study in the same write as the resume point its checkpoint
+    records (:meth:`saved`, right after the epoch), or, where no checkpoint is saved after it,
+    when the next epoch starts or the fit ends (:meth:`flush`): one write an epoch fewer than
+    two, and a worker killed while the checkpoint is written leaves neither the epoch's end time
+    nor its resume point, not the one without the other.
+    """
 
     def __init__(
         self, cfg: Config, trial_number: int, events: EventWriter, spec: WorkerSpec,
@@ -144,11 +151,13 @@ class _Progress(L.Callback):
         self.params: dict[str, Any] = {}
         self.budget_stop: str | None = None  # set when the budget stopped it at an epoch's end
         self.checkpoint: str | None = None  # the best checkpoint written, once fit is over
+        self.data: str | None = None  # where the batches came from, once fit is over
         self.resume: ResumeCheckpoint | None = None
         self.from_epoch = 0  # epochs in the checkpoint this segment started from
         self.prior_times: list[float] = []  # the trial's epoch end times before this segment
         self.known: list[float] | None = None  # all of them, when it resumes from a checkpoint
         self.trained = False  # this fit reached its training loop (not all done in the checkpoint)
+        self._unwritten = False  # an epoch end time the study has not been told yet
 
     def all_epoch_end_times(self) -> list[float]:
         """One end time per epoch of the trial, across its segments: an epoch trained again
@@ -160,9 +169,30 @@ class _Progress(L.Callback):
         return merged
 
     def saved(self, epoch: int, path: str) -> None:
-        """A resume checkpoint was written (rank 0): the study learns where to resume from."""
-        if self._live is not None:
-            record_resume_point(self._live, epoch, path)
+        """A resume checkpoint was written (rank 0): the study learns where to resume from,
+        and the end times of the epochs it holds, in one write."""
+        if self._live is None:
+            return
+        times = {ATTR.EPOCH_END_TIMES: self.all_epoch_end_times()} if self._unwritten else {}
+        record_resume_point(self._live, epoch, path, times)
+        self._unwritten = False
+
+    def flush(self) -> None:
+        """Write the epoch end times no checkpoint's write took along (rank 0)."""
+        if self._unwritten and self._live is not None:
+            self._live.set_user_attr(ATTR.EPOCH_END_TIMES, self.all_epoch_end_times())
+        self._unwritten = False
+
+    def on_train_epoch_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.flush()
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.flush()
+
+    def on_exception(
+        self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException
+    ) -> None:
+        self.flush()
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.is_global_zero:
@@ -188,8 +218,7 @@ class _Progress(L.Callback):
         if trainer.is_global_zero:
             value = trainer.callback_metrics.get(self._metric)
             self.epoch_end_times.append(time.time())
-            if self._live is not None:  # kept per epoch: a worker may die before the end
-                self._live.set_user_attr(ATTR.EPOCH_END_TIMES, self.all_epoch_end_times())
+            self._unwritten = True  # kept per epoch (a worker may die before the end): saved
             extra = {}
             if self._metrics:  # several objectives: the status line shows each
                 logged = trainer.callback_metrics
@@ -365,8 +394,7 @@ def train(
     finally:
         progress.checkpoint = checkpoint.best_model_path or None
         data_path = getattr(data, "data_path", None)
-        if trainer.is_global_zero and isinstance(data_path, str):
-            trial.set_user_attr(ATTR.DATA, data_path)
+        progress.data = data_path if isinstance(data_path, str) else None
     if segment.checkpoint is not None and not progress.trained:
         raise _AlreadyTrained(trainer.current_epoch)
     pruning.raise_if_pruned()
@@ -533,6 +561,7 @@ class _Outcome:
     how: str = "failed"
     value: Value | None = None
     reason: str | None = None
+    attrs: dict[str, Any] = dataclasses.field(default_factory=dict)  # written at its end
 
 
 def _run_segment(
@@ -557,7 +586,7 @@ def _run_segment(
                         "dropped", trial.number)
         events.emit("end", trial=trial.number, state="LOST", value=None, reason="handed over")
         return
-    _record_epochs(trial, job, progress, segment, outcome.how)
+    _record_epochs(trial, job, progress, segment, outcome)
     if outcome.state is None:
         _pause_segment(scheduler, job, progress, outcome, events)
         return
@@ -630,18 +659,18 @@ def _train_segment(
             value, checkpoint = _reported(study, trial, done.epochs), progress.checkpoint
             known = progress.known or []
             progress.from_epoch, progress.prior_times = done.epochs, known[: done.epochs]
-        trial.set_user_attr(ATTR.CHECKPOINT, checkpoint)
+        best = {ATTR.CHECKPOINT: checkpoint}
         if job.to_epoch < cfg.max_epochs:
-            return _Outcome(None, "paused", value, f"rung {job.to_epoch}")
+            return _Outcome(None, "paused", value, f"rung {job.to_epoch}", best)
         finite = is_finite_point(value) if isinstance(value, tuple) else math.isfinite(value)
         if finite:
-            return _Outcome(TrialState.COMPLETE, "complete", value)
-        return _Outcome(value=value, reason=_not_finite(cfg, value))
+            return _Outcome(TrialState.COMPLETE, "complete", value, attrs=best)
+        return _Outcome(value=value, reason=_not_finite(cfg, value), attrs=best)
     except optuna.TrialPruned:
         return _Outcome(TrialState.PRUNED, "pruned")
     except _BudgetStop as stop:  # the study's budget, not the trial: it pauses
-        trial.set_user_attr(ATTR.CHECKPOINT, progress.checkpoint)
-        return _Outcome(None, "interrupted", reason=str(stop))
+        return _Outcome(None, "interrupted", reason=str(stop),
+                        attrs={ATTR.CHECKPOINT: progress.checkpoint})
     except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
         reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
         _Stop.reason = _Stop.reason or reason
@@ -733,17 +762,22 @@ def _still_owner(study: optuna.Study, trial: optuna.Trial, owner: Owner) -> bool
 
 
 def _record_epochs(
-    trial: optuna.Trial, job: Assignment, progress: _Progress, segment: Segment, how: str
+    trial: optuna.Trial, job: Assignment, progress: _Progress, segment: Segment,
+    outcome: _Outcome,
 ) -> None:
-    """The trial's epoch count, epoch end times and segments, across all its segments."""
+    """The trial's epoch count, epoch end times and segments, across all its segments, with
+    what else the segment's end records (its best checkpoint, where its data came from), in one
+    write."""
     attrs = trial.user_attrs
     times = progress.all_epoch_end_times()
     from_epoch = 0 if job.checkpoint is None else progress.from_epoch
     done = from_epoch + len(progress.epoch_end_times)
     trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + len(progress.epoch_end_times)
     ended = time.time()
+    data = {} if progress.data is None else {ATTR.DATA: progress.data}
     close_segment(trial, dataclasses.replace(segment, from_epoch=from_epoch).closed(
-        ended, done, how), {
+        ended, done, outcome.how), {
+        **outcome.attrs, **data,
         ATTR.EPOCHS: max(done, int(attrs.get(ATTR.EPOCHS) or 0)), ATTR.EPOCH_END_TIMES: times,
         ATTR.EPOCHS_TRAINED: trained, ATTR.END: ended,
     })  # one write

@@ -1,0 +1,85 @@
+"""A trial's per-epoch records as its worker writes them (``launch.worker._Progress``): a real
+``fit`` of the quickstart's LeNet on a live trial of a journal file, every append of the journal
+watched (the storage itself runs; the watch only records what each append carried).
+
+An epoch's end times go in the same append as the resume point of the checkpoint saved after
+it; after an epoch with no checkpoint, they are written when the next epoch starts or the fit
+ends, so that every epoch's end time is in the study before the segment's end is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import optuna
+import pytest
+import yaml
+from _support import config_file
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+
+from lightning_hpo.launch.config import parse_config
+from lightning_hpo.launch.protocol import EventWriter, WorkerSpec
+from lightning_hpo.launch.worker import FitRange, _Progress, train
+from lightning_hpo.schema import ATTR, ResumePoint
+
+ATTR_OP = 8  # Optuna's journal op code for a trial's user attribute
+
+
+class _Watched(JournalFileBackend):
+    """A journal file that keeps, per append, the user attributes it wrote, in order."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.appends: list[list[str]] = []
+
+    def append_logs(self, logs: list[dict[str, Any]]) -> None:
+        self.appends.append([name for log in logs if log["op_code"] == ATTR_OP
+                             for name in log["user_attr"]])
+        super().append_logs(logs)
+
+
+def _fit(tmp_path: Path, every: str, epochs: int) -> tuple[_Watched, optuna.trial.FrozenTrial]:
+    cfg = parse_config(yaml.safe_load(config_file(
+        tmp_path, trainer={"max_epochs": epochs, "limit_train_batches": 2,
+                           "limit_val_batches": 1},
+        checkpoint={"every": every}).read_text()))
+    backend = _Watched(str(tmp_path / "w.journal"))
+    study = optuna.create_study(storage=JournalStorage(backend))
+    trial = study.ask()
+    spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
+                      events_fd=-1, deadline=None)
+    progress = _Progress(cfg, trial.number, EventWriter(-1), spec, trial=trial, rungs=(2,))
+    backend.appends.clear()
+    train(trial, cfg, spec, progress, FitRange(epochs, None))
+    return backend, study.get_trials(deepcopy=False)[trial.number]
+
+
+@pytest.mark.slow
+def test_each_epochs_end_times_go_with_its_resume_point_in_one_append(tmp_path: Path) -> None:
+    backend, frozen = _fit(tmp_path, "epoch", epochs=3)
+    per_epoch = [names for names in backend.appends if ATTR.RESUME_POINT in names]
+    assert per_epoch == [[ATTR.EPOCH_END_TIMES, ATTR.RESUME_POINT]] * 3
+    assert not any(names == [ATTR.EPOCH_END_TIMES] for names in backend.appends)
+    times = frozen.user_attrs[ATTR.EPOCH_END_TIMES]
+    assert len(times) == 3 and times == sorted(times)
+    assert ResumePoint.of(frozen).epoch == 3
+
+
+@pytest.mark.slow
+def test_an_epoch_without_a_checkpoint_still_writes_its_end_time(tmp_path: Path) -> None:
+    """Saved at the rung (epoch 2) and the segment's end (4) only: epochs 1 and 3 write their
+    end times alone, before the next epoch trains."""
+    backend, frozen = _fit(tmp_path, "rung", epochs=4)
+    written = [names for names in backend.appends
+               if ATTR.EPOCH_END_TIMES in names or ATTR.RESUME_POINT in names]
+    assert written == [
+        [ATTR.EPOCH_END_TIMES],  # epoch 1, when epoch 2 starts
+        [ATTR.EPOCH_END_TIMES, ATTR.RESUME_POINT],  # epoch 2, with its checkpoint
+        [ATTR.EPOCH_END_TIMES],  # epoch 3
+        [ATTR.EPOCH_END_TIMES, ATTR.RESUME_POINT],  # epoch 4, the segment's end
+    ]
+    assert len(frozen.user_attrs[ATTR.EPOCH_END_TIMES]) == 4
+    assert ResumePoint.of(frozen).epoch == 4
