@@ -564,3 +564,33 @@ def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
     assert written["model"]["init_args"]["lr"] == 0.1
     assert written["trainer"]["max_epochs"] == 9 and written["seed_everything"] == 3
     assert built.seed == 3 and built.trainer.max_epochs == 1
+
+
+@pytest.mark.slow
+def test_a_projects_own_checkpoint_on_the_metric_progress_bar_and_written_out_seed(
+    project: Path,
+) -> None:
+    """What ``python main.py fit --print_config`` and common projects hold: a
+    ``ModelCheckpoint`` on the tuned metric (the launcher's best checkpoint watches it too),
+    a ``TQDMProgressBar`` (the launcher's Trainer has none) and ``seed_everything: true``
+    written out (Lightning's default: each trial gets its own seed, not Lightning's 0)."""
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["seed_everything"] = True
+    config["trainer"]["callbacks"] += [
+        {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+         "init_args": {"monitor": "val_loss", "mode": "min"}},
+        {"class_path": "lightning.pytorch.callbacks.TQDMProgressBar",
+         "init_args": {"refresh_rate": 10}},
+    ]
+    _write_yaml(project / "config.yaml", config)
+    result = _launch(project, "--set", "stop.n_trials=2", "--set", "devices.count=1",
+                     "--set", "pruner.max_resource=3", *TINY)
+    assert result.returncode == 0, _output(result)
+    trials = _study(project).get_trials(deepcopy=False)
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials), (
+        [t.user_attrs.get(ATTR.FAIL_REASON) for t in trials])
+    assert [t.user_attrs[ATTR.SEED] for t in trials] == [0, 1]
+    for trial in trials:
+        written = yaml.safe_load((_trial_dir(project, trial) / "config.yaml").read_text())
+        assert written["seed_everything"] == trial.user_attrs[ATTR.SEED]
+        assert (_trial_dir(project, trial) / "best.ckpt").is_file()

@@ -6,7 +6,7 @@ A project runs ``python main.py fit --config config.yaml``; its entry point (``c
 subclass. The launcher calls it as it is, with the trial's ``fit`` command line, while
 :func:`_intercept` holds ``LightningCLI.__init__``: the project's CLI class then parses, links,
 seeds and instantiates exactly as in ``fit`` (its own parser, ``link_arguments``, ``optimizer:``
-and ``lr_scheduler:``, callbacks and loggers), with four differences the launcher owns:
+and ``lr_scheduler:``, callbacks and loggers), with five differences the launcher owns:
 
 * only the ``fit`` subcommand is set up, and it is not run: the CLI is handed back with its
   model, data module and Trainer (an exception the project's code cannot catch with
@@ -20,8 +20,10 @@ and ``lr_scheduler:``, callbacks and loggers), with four differences the launche
   (:attr:`Built.config_text`, the CLI's own dump of the ``fit`` config, with the trial's
   values and seed and ``trainer.max_epochs`` the study's) so that ``python main.py fit
   --config runs/<study>/trial_NNNNN/config.yaml`` retrains it;
-* ``seed_everything`` left at Lightning's default (``true``, a random seed) is the launcher's
-  seed for the trial (``seed + trial number``); a seed the project sets is used as it is.
+* ``seed_everything`` left at Lightning's default (``true``, a random seed; also when the
+  config writes ``true`` out) is the launcher's seed for the trial (``seed + trial number``); a
+  seed the project sets is used as it is;
+* a progress bar among the project's callbacks is left out (the launcher's Trainer has none).
 
 Importing this module imports Lightning and jsonargparse (Lightning's ``[extra]``).
 """
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning.pytorch import Callback, LightningDataModule, LightningModule, Trainer
+from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import Logger
 
@@ -135,6 +138,11 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
                 cls.parse_arguments(self, parser, given)
             except Exception as error:  # jsonargparse's ArgumentError, a missing file
                 raise _Handed(self, error) from error
+            # ``seed_everything: true`` written out (as --print_config writes Lightning's
+            # default) is the default too: the trial's seed, not Lightning's fallback seed 0
+            # for every trial
+            if seed is not None and self.config["fit.seed_everything"] is True:
+                self.config["fit.seed_everything"] = seed
             if parse_only:
                 raise _Handed(self)
 
@@ -295,6 +303,8 @@ def build_trial(
         user_callbacks = made.get("callbacks") or []
         user_callbacks = (list(user_callbacks) if isinstance(user_callbacks, list)
                           else [user_callbacks])
+        # the launcher owns the progress bar (off: its workers write logs, not a terminal)
+        user_callbacks = [c for c in user_callbacks if not isinstance(c, ProgressBar)]
         out = {**trainer_args, "logger": chosen, "callbacks": [*user_callbacks, *callbacks],
                "plugins": [*plugins, *trainer_args.get("plugins", [])],
                "enable_checkpointing": True, "max_steps": -1, "max_time": None,

@@ -251,6 +251,21 @@ class _Progress(L.Callback):
             raise _BudgetStop(f"{_Stop.budget}; stopped during epoch {trainer.current_epoch + 1}")
 
 
+class _BestCheckpoint(ModelCheckpoint):
+    """The trial's ``best.ckpt``: a ``ModelCheckpoint`` whose state has a key of its own.
+
+    Lightning keys a callback's state by its class name and settings, and refuses two stateful
+    callbacks with one key: this class's name keeps it apart from a project's own
+    ``ModelCheckpoint`` on the same metric.
+    """
+
+    @property
+    def _legacy_state_key(self) -> Any:
+        # Lightning's fallback when the state key is missing: a resume checkpoint written
+        # while this was a plain ModelCheckpoint keeps its state under that class's name
+        return "ModelCheckpoint" + self.state_key[len(type(self).__qualname__):]
+
+
 class _CoreShare(L.Callback):
     """Once the data module has set up (it knows whether it runs a ``DataLoader``), divide the
     slot's cores between torch threads and the loader's processes (:func:`split_cores`)."""
@@ -352,7 +367,7 @@ def train(
     trial_dir = cfg.study_dir.resolve() / f"trial_{trial.number:05d}"
     metrics = [metric for metric, _ in cfg.objectives]
     pruning = PruningCallback(trial, monitor=metrics if cfg.several else cfg.metric)
-    checkpoint = ModelCheckpoint(
+    checkpoint = _BestCheckpoint(
         dirpath=trial_dir, filename="best", monitor=cfg.metric,
         mode="min" if cfg.direction == "minimize" else "max", save_top_k=1,
         enable_version_counter=False,
