@@ -259,10 +259,13 @@ def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:
         parse_config(raw)
     with pytest.raises(ConfigError, match="pruner.max_resource: is required for hyperband"):
         parse_config(dict(BASE, pruner={"name": "hyperband"}))
-    with pytest.raises(ConfigError, match="pruner.max_resource: is required"):
+    with pytest.raises(ConfigError, match="pruner.max_resource: is required .*trainer.max_epochs"):
         parse_config(dict(BASE, pruner="none"))
     cfg = parse_config(dict(BASE, pruner="none", trainer={"max_epochs": 3}))
     assert cfg.max_epochs == 3 and cfg.pruner.name == "none"
+    # without a pruner, its max_resource is the epochs every trial trains, as for the others
+    cfg = parse_config(dict(BASE, pruner={"name": "none", "max_resource": 4}))
+    assert cfg.max_epochs == 4 and cfg.pruner.name == "none"
 
 
 @pytest.mark.parametrize(
@@ -708,6 +711,16 @@ def test_cli_mode_still_checks_the_epochs_against_the_pruner() -> None:
                      "outside the range", id="initial-outside"),
         pytest.param({"trainer": {"callbacks": 3, "devices": 2}}, "trainer.devices",
                      "is set by the launcher", id="owned-beside-callbacks"),
+        # a searched value the launcher would replace in every trial: Optuna would record it
+        # as a parameter although it changed nothing
+        pytest.param({"space": {"trainer.max_epochs": {"choice": [1, 5]}}},
+                     "space.trainer.max_epochs", "the pruner decides", id="space-max-epochs"),
+        pytest.param({"space": {"trainer.devices": {"choice": [1, 2]}}},
+                     "space.trainer.devices", "is set by the launcher", id="space-devices"),
+        pytest.param({"space": {"trainer.default_root_dir": {"choice": ["a", "b"]}}},
+                     "space.trainer.default_root_dir", "its own folder", id="space-root-dir"),
+        pytest.param({"space": {"ckpt_path": {"choice": ["a.ckpt"]}}}, "space.ckpt_path",
+                     "its own checkpoint", id="space-ckpt-path"),
     ],
 )
 def test_a_bad_cli_field_is_one_named_error(raw: dict, field: str, words: str) -> None:

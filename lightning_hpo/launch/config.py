@@ -766,6 +766,18 @@ def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
     overlap = sorted(set(space) & set(fixed))
     if overlap:
         raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
+    if dotted:  # a LightningCLI's keys: what the launcher sets for every trial is not searched
+        for name in space:
+            section, _, key = name.partition(".")
+            key = key.partition(".")[0]
+            if section == "trainer" and key == "max_epochs":
+                raise ConfigError(f"space.{name}", "is set by the launcher: the pruner decides "
+                                  "how long a trial trains (pruner.max_resource)")
+            if section == "trainer" and key in OWNED_TRAINER:
+                raise ConfigError(f"space.{name}", f"is set by the launcher: {OWNED_TRAINER[key]}")
+            if section == "ckpt_path":
+                raise ConfigError(f"space.{name}", "is set by the launcher: a trial resumes from "
+                                  "its own checkpoint")
     return space
 
 
@@ -773,7 +785,7 @@ def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerS
     """The epochs a trial may train: ``pruner.max_resource``, else ``trainer.max_epochs`` (which
     must agree when both are given); the pruner gets the resolved ``max_resource``."""
     max_epochs = trainer_epochs
-    if pruner.name != "none" and pruner.max_resource is not None:
+    if pruner.max_resource is not None:
         if max_epochs is not None and max_epochs != pruner.max_resource:
             raise ConfigError(
                 "trainer.max_epochs",
@@ -783,7 +795,8 @@ def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerS
         max_epochs = pruner.max_resource
     if max_epochs is None:
         raise ConfigError(
-            "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27)"
+            "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27; or "
+            "trainer.max_epochs)"
         )
     if pruner.name != "none" and pruner.max_resource is None:
         pruner = dataclasses.replace(pruner, max_resource=max_epochs)
