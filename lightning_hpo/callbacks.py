@@ -1,9 +1,15 @@
 """``PruningCallback``: the bridge between a Lightning ``Trainer`` and an Optuna trial.
 
-The pruner decides, the callback carries: at the end of every validation epoch rank 0 reads the
-monitored metric, reports it to the trial at step ``epoch + 1`` (epochs completed, counted from
-1), asks the study's pruner, and shares the answer with every rank through the strategy's
-``broadcast``; all ranks then stop after the same epoch. One code path serves one device and DDP.
+The pruner decides, the callback carries: at the end of every training epoch in which ``fit``
+validated, rank 0 reads the monitored metric, reports it to the trial at step ``epoch + 1``
+(epochs completed, counted from 1), asks the study's pruner, and shares the answer with every
+rank through the strategy's ``broadcast``; all ranks then stop after the same epoch. One code
+path serves one device and DDP.
+
+Reported at the epoch's end, the value is the epoch's last validation (several with
+``val_check_interval < 1``), and a metric the training step logs per epoch
+(``on_epoch=True``) is there too. A ``validate()`` outside ``fit`` reports nothing, and nor does
+an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 
 import lightning as L
 import optuna
+from lightning.pytorch.trainer.states import TrainerFn
 from typing_extensions import override
 
 from lightning_hpo._optuna import storage_of, trial_id_of
@@ -38,7 +45,7 @@ class PruningCallback(L.Callback):
     Args:
         trial: the trial of the objective (an :class:`optuna.trial.Trial`, or what
             :func:`lightning_hpo.create_study`'s ``optimize`` passes to the objective).
-        monitor: a metric the LightningModule logs once per validation epoch, e.g.
+        monitor: a metric the LightningModule logs in validation (or per training epoch), e.g.
             ``"validation_error"``; in a study with several objectives
             (``create_study(directions=[...])``), a list of them, one per objective in the
             study's order, e.g. ``["validation_error", "latency_ms"]``. Their values are then
@@ -68,7 +75,8 @@ class PruningCallback(L.Callback):
         self.monitor = monitor
         self._monitors = _monitor_names(monitor)
         self.pruned_at_epoch: int | None = None
-        self._last_step: int | None = None
+        self._validated = False  # fit validated during the current epoch
+        self._reported = False  # anything reported during this fit
 
     @property
     def pruned(self) -> bool:
@@ -78,7 +86,7 @@ class PruningCallback(L.Callback):
     @override
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.pruned_at_epoch = None
-        self._last_step = None
+        self._validated = self._reported = False
         if trainer.world_size > 1:
             self._check_same_trial_on_every_rank(trainer)
 
@@ -95,12 +103,16 @@ class PruningCallback(L.Callback):
 
     @override
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking:
+        if not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
+            self._validated = True  # reported at the epoch's end, its last validation's value
+
+    @override
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self._validated or self.pruned:
             return
+        self._validated = False
+        self._reported = True
         step = trainer.current_epoch + 1
-        if step == self._last_step:  # several validations in one epoch: report the epoch once
-            return
-        self._last_step = step
         values = [self._read_metric(trainer, name) for name in self._monitors]
         should_prune = False
         if trainer.is_global_zero:
@@ -114,6 +126,15 @@ class PruningCallback(L.Callback):
                                   for n, v in zip(self._monitors, values, strict=True))
                 _logger.info("trial %d pruned at epoch %d (%s)", self.trial.number, step, shown)
         trainer.should_stop = trainer.should_stop or should_prune
+
+    @override
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self._reported and trainer.is_global_zero and trainer.current_epoch > 0:
+            _logger.warning(
+                "PruningCallback: trial %d trained %d epoch(s) and reported nothing: fit never "
+                "validated (no val_dataloader, limit_val_batches=0, or check_val_every_n_epoch "
+                "above the epochs), so the pruner could not stop it",
+                self.trial.number, trainer.current_epoch)
 
     def _report(self, values: list[float], step: int) -> bool:
         """Rank 0: report the epoch's values to the trial; whether the pruner stops it."""

@@ -94,7 +94,9 @@ def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
         _fit(trial, epochs=1, monitor="val_acc")
     message = str(info.value)
     assert message.startswith("monitor: 'val_acc' is not logged")
-    assert message.endswith("logged metrics: parameters, validation_error, validation_loss")
+    # reported at the epoch's end: the training step's per-epoch loss is among them
+    assert message.endswith(
+        "logged metrics: parameters, train_loss, validation_error, validation_loss")
 
 
 def test_reused_callback_resets_between_fits() -> None:
@@ -167,3 +169,99 @@ def test_plain_optuna_study_under_ddp_is_refused_not_silently_wrong(tmp_path: Pa
     result = _run([str(script)], tmp_path, timeout=300)
     assert result.returncode != 0
     assert "lightning_hpo.create_study" in result.stdout + result.stderr
+
+
+# --- What a stranger's Trainer does around the callback (found by testing as one) -----------
+
+
+class _Progress(L.LightningModule):
+    """Logs how many epochs it has trained when it validates (``epochs_seen``, fractional
+    between epoch ends) and a per-epoch training metric (``train_epochs``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = __import__("torch").nn.Linear(2, 1)
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        self.log("train_epochs", float(self.current_epoch + 1), on_step=False, on_epoch=True)
+        return self.layer(batch[0]).pow(2).mean()
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        seen = self.trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        self.log("epochs_seen", self.current_epoch + seen / self.trainer.num_training_batches)
+
+    def configure_optimizers(self) -> Any:
+        return __import__("torch").optim.SGD(self.parameters(), lr=0.01)
+
+
+def _loader() -> Any:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    return DataLoader(TensorDataset(torch.ones(8, 2)), batch_size=2)  # 4 batches
+
+
+def _trainer(callback: PruningCallback, **kwargs: Any) -> L.Trainer:
+    return L.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                     enable_progress_bar=False, enable_model_summary=False,
+                     num_sanity_val_steps=0, callbacks=[callback], **kwargs)
+
+
+def test_an_epoch_validated_twice_reports_its_last_validation() -> None:
+    """``val_check_interval=0.5``: step N holds the value after N whole epochs."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen")
+    _trainer(callback, max_epochs=3, val_check_interval=0.5).fit(
+        _Progress(), _loader(), _loader())
+    assert study.trials[0].intermediate_values == {1: 1.0, 2: 2.0, 3: 3.0}
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_validate_outside_fit_reports_nothing(when: str) -> None:
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen")
+    trainer = _trainer(callback, max_epochs=2)
+    model = _Progress()
+    if when == "before":
+        trainer.validate(model, _loader())
+    trainer.fit(model, _loader(), _loader())
+    if when == "after":
+        trainer.validate(model, _loader())
+    assert study.trials[0].intermediate_values == {1: 1.0, 2: 2.0}
+
+
+def test_a_per_epoch_training_metric_can_be_monitored() -> None:
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="train_epochs")
+    _trainer(callback, max_epochs=2).fit(_Progress(), _loader(), _loader())
+    assert study.trials[0].intermediate_values == {1: 1.0, 2: 2.0}
+
+
+def test_min_epochs_trains_on_after_pruning_but_reports_nothing_more() -> None:
+    """Lightning trains to ``min_epochs`` whatever stops it; the trial stays pruned at the
+    epoch the pruner decided on, and its later epochs reach no rung."""
+    study = optuna.create_study(pruner=PruneAt(1))
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen")
+    trainer = _trainer(callback, max_epochs=4, min_epochs=3)
+    trainer.fit(_Progress(), _loader(), _loader())
+    assert trainer.current_epoch == 3  # trained on
+    assert study.trials[0].intermediate_values == {1: 1.0}
+    assert callback.pruned_at_epoch == 1
+    assert study.trials[0].user_attrs["pruned_at_epoch"] == 1
+
+
+def test_a_fit_without_validation_says_that_nothing_was_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen")
+    with caplog.at_level("WARNING", logger="lightning_hpo.callbacks"):
+        _trainer(callback, max_epochs=2).fit(_Progress(), _loader())
+    assert study.trials[0].intermediate_values == {}
+    (record,) = [r for r in caplog.records if r.name == "lightning_hpo.callbacks"]
+    assert "trained 2 epoch(s) and reported nothing: fit never validated" in record.message
