@@ -8,7 +8,7 @@ range), and a categorical one changes to another choice with probability ``scale
 launcher builds it from a class path, with the sampler's other fields as its arguments::
 
     sampler: {class: "local_search_sampler:LocalSearchSampler", n_startup_trials: 3, scale: 0.2}
-    seed: 0       # each launcher worker gets its own seed from it (seed + 7919 * worker)
+    seed: 0       # each trial gets its own seed from it (seed + 7919 * trial number)
 
 with ``local_search_sampler.py`` importable (on ``PYTHONPATH``) where the launcher and its
 workers run. This script tunes DropoutMLP on scikit-learn's digits (learning rate, first

@@ -435,12 +435,12 @@ def _sampler_cfg(sampler: object, **extra: object) -> Config:
     return parse_config({**BASE, "sampler": sampler, **extra})
 
 
-def test_a_sampler_class_path_is_built_with_its_arguments_and_a_seed_per_worker() -> None:
+def test_a_sampler_class_path_is_built_with_its_arguments_and_a_seed_per_trial() -> None:
     cfg = _sampler_cfg({"class": "test_config:SeededSampler", "width": 0.5, "seed": 3})
     assert (cfg.sampler, cfg.sampler_args, cfg.seed) == ("test_config:SeededSampler",
                                                          {"width": 0.5}, 3)
     check_against_registry(cfg)
-    samplers = [build_sampler(cfg, worker_offset) for worker_offset in (0, 1, 2)]
+    samplers = [build_sampler(cfg, number) for number in (0, 1, 2)]
     assert all(type(s) is SeededSampler for s in samplers)
     assert [(s.width, s.rounds, s.seed) for s in samplers] == [
         (0.5, 1, 3), (0.5, 1, 3 + 7919), (0.5, 1, 3 + 2 * 7919)]

@@ -187,6 +187,7 @@ def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> N
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         paused = trial.user_attrs[ATTR.PAUSED]  # paused at its last checkpoint, to resume
         assert paused["why"].startswith("interrupted:") and paused["target"] == 6, paused
+        assert "SIGTERM" in paused["why"], paused  # Lightning's SIGTERMException says nothing
 
     again = launch(str(config), cwd=tmp_path)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
@@ -195,6 +196,20 @@ def test_sigterm_stops_cleanly_and_the_same_command_resumes(tmp_path: Path) -> N
     assert len(trials) == 6 and {t.state for t in trials} == {TrialState.COMPLETE}
     assert all(sorted(t.intermediate_values) == list(range(1, 7)) for t in trials)
     assert sum(t.params == INITIAL for t in trials) == 1
+
+
+def test_a_resumed_study_draws_new_configurations(tmp_path: Path) -> None:
+    """A seeded sampler draws each trial from the trial's own seed: a second run of a study
+    (more trials) does not draw again what the first run's workers drew."""
+    config = config_file(tmp_path, trainer={"max_epochs": 1, "limit_train_batches": 1,
+                                            "limit_val_batches": 1}, stop={"n_trials": 4})
+    first = launch(str(config), cwd=tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    again = launch(str(config), "--set", "stop.n_trials=8", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    drawn = [tuple(sorted(t.params.items())) for t in trials]
+    assert len(drawn) == 8 and len(set(drawn)) == 8, drawn
 
 
 def test_stale_running_trials_of_a_dead_launcher_end_on_resume(tmp_path: Path) -> None:

@@ -27,15 +27,15 @@ from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 __all__ = ["build_pruner", "build_sampler", "build_schedule"]
 
 
-def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSampler:
-    """The config's sampler; each worker gets its own seed so workers do not sample alike.
+def build_sampler(cfg: Config, offset: int = 0) -> optuna.samplers.BaseSampler:
+    """The config's sampler, seeded for one trial.
 
     ``sampler.name`` is ``random``, ``tpe`` or ``gp``, or ``sampler.class`` a
     ``"package.module:Class"`` path, built with the config's other ``sampler.*`` arguments;
-    the seed, ``cfg.seed + 7919 * worker_offset`` (None when the config has none), is passed
+    the seed, ``cfg.seed + 7919 * offset`` (None when the config has none), is passed
     when the class takes ``seed``.
-    Each worker process builds its own and samples when it claims a trial, reading the study
-    from the storage.
+    A launcher's worker builds one for each new trial it claims, with the trial's number as
+    ``offset`` (:func:`sampler_for_trial`), and samples from the study as the storage holds it.
 
     Raises:
         ConfigError: ``sampler.*`` for a class path that cannot be built
@@ -48,11 +48,32 @@ def build_sampler(cfg: Config, worker_offset: int = 0) -> optuna.samplers.BaseSa
         ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}}, "pruner": "none",
         ...                     "trainer": {"max_epochs": 3}, "stop": {"n_trials": 4},
         ...                     "sampler": "tpe"})
-        >>> type(build_sampler(cfg, worker_offset=2)).__name__
+        >>> type(build_sampler(cfg, offset=2)).__name__
         'TPESampler'
     """
-    seed = None if cfg.seed is None else cfg.seed + 7919 * worker_offset
+    seed = None if cfg.seed is None else cfg.seed + 7919 * offset
     return sampler_class(cfg.sampler)(**sampler_kwargs(cfg, seed))
+
+
+def sampler_for_trial(study: optuna.Study, cfg: Config, number: int) -> None:
+    """Give ``study`` the sampler that draws trial ``number``'s values: seeded from the trial's
+    number, so that trial ``k`` draws the same values whichever worker, machine or run claims
+    it, and no two trials draw from one seed (a worker seeded once would draw again, in a
+    resumed study or on another machine, what it drew before). Unseeded, the sampler is kept.
+
+    Example::
+
+        >>> from lightning_hpo.launch.config import parse_config
+        >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"}, "seed": 1,
+        ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}}, "pruner": "none",
+        ...                     "trainer": {"max_epochs": 3}, "stop": {"n_trials": 4}})
+        >>> study = optuna.create_study()
+        >>> sampler_for_trial(study, cfg, 3)
+        >>> study.sampler._rng.rng.randint(1000) == build_sampler(cfg, 3)._rng.rng.randint(1000)
+        True
+    """
+    if cfg.seed is not None:
+        study.sampler = build_sampler(cfg, number)
 
 
 def build_pruner(cfg: Config) -> optuna.pruners.BasePruner:

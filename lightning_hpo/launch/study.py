@@ -52,7 +52,7 @@ _logger = logging.getLogger(__name__)
 
 
 def open_study(
-    cfg: Config, storage: optuna.storages.BaseStorage, *, queue: bool = True, worker_offset: int = 0
+    cfg: Config, storage: optuna.storages.BaseStorage, *, queue: bool = True
 ) -> tuple[optuna.Study, bool]:
     """Create the study, or load it when it exists; returns ``(study, created)``.
 
@@ -66,7 +66,7 @@ def open_study(
             nothing is written then. (With ``queue=False``, a worker's, the config is the
             launcher's, already compared: only the direction is checked.)
     """
-    sampler, pruner = build_sampler(cfg, worker_offset), build_pruner(cfg)
+    sampler, pruner = build_sampler(cfg), build_pruner(cfg)
     if not queue:
         return _create_or_load(cfg, storage, sampler, pruner)
     # Refuse an edited config or a wrong direction before making the lock file.

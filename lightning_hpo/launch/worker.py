@@ -86,6 +86,7 @@ from lightning_hpo.launch.protocol import (
     read_stop_orders,
 )
 from lightning_hpo.launch.scheduler import WAIT_SECONDS, Assignment, Scheduler
+from lightning_hpo.launch.search import sampler_for_trial
 from lightning_hpo.launch.space import suggest
 from lightning_hpo.launch.study import open_study
 from lightning_hpo.launch.trials import (
@@ -522,9 +523,7 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
     or a stop says no."""
     beat = None if cfg.heartbeat is None else (cfg.heartbeat.interval, cfg.heartbeat.grace_period)
     storage = open_storage(cfg.storage, create=False, heartbeat=beat)
-    study, _ = open_study(
-        cfg, storage, queue=False, worker_offset=spec.slot + 1000 * spec.generation
-    )
+    study, _ = open_study(cfg, storage, queue=False)
     scheduler = Scheduler(study, cfg)
     rungs = tuple(sorted({level for ladder in scheduler.schedule.ladders() for level in ladder}))
     channel = LeaderChannel() if len(spec.devices) > 1 else None
@@ -543,6 +542,8 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 continue
             if job is None:
                 return "no trials left"
+            if not job.resumed:  # its values are drawn from its own seed when first suggested
+                sampler_for_trial(study, cfg, job.trial.number)
             _run_segment(cfg, spec, events, scheduler, job, channel, rungs)
             trials_run += 1
     finally:
@@ -687,7 +688,7 @@ def _train_segment(
         return _Outcome(None, "interrupted", reason=str(stop),
                         attrs={ATTR.CHECKPOINT: progress.checkpoint})
     except (_Interrupted, KeyboardInterrupt, SystemExit) as error:
-        reason = f"interrupted: {error or _Stop.reason or type(error).__name__}"
+        reason = f"interrupted: {str(error) or _Stop.reason or type(error).__name__}"
         _Stop.reason = _Stop.reason or reason
         return _Outcome(None, "interrupted", reason=reason)
     except Exception as error:  # a user model's bug, OOM, bad data: the trial fails
