@@ -129,6 +129,53 @@ def test_check_storage_masks_the_password_of_an_unreachable_server() -> None:
     assert SECRET not in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(("url", "masked"), [
+    ("postgresql://hpo:Sup3r@db:5432/s", "postgresql://hpo:***@db:5432/s"),
+    # libpq takes the password in the query too (and a client key's in sslpassword)
+    ("postgresql+psycopg2://hpo@db:5432/s?password=Sup3r", "postgresql+psycopg2://hpo@db:5432/s?password=***"),
+    ("postgresql://hpo@db/s?sslmode=require&sslpassword=Sup3r", "postgresql://hpo@db/s?sslmode=require&sslpassword=***"),
+    ("postgresql://hpo:Sup3r@db/s?PASSWORD=Sup3r2", "postgresql://hpo:***@db/s?PASSWORD=***"),
+    # a password written unencoded, with an @ or a space in it: the last @ ends it
+    ("postgresql://hpo:Su@p3r@db/s", "postgresql://hpo:***@db/s"),
+    ("postgresql://hpo:Su p3r@db/s", "postgresql://hpo:***@db/s"),
+    ("postgresql://hpo@db/s", "postgresql://hpo@db/s"),
+    ("postgresql://db:5432/s", "postgresql://db:5432/s"),
+    ("grpc://proxy:13000?token=abc", "grpc://proxy:13000?token=***"),
+])
+def test_a_password_anywhere_in_a_url_is_masked(url: str, masked: str) -> None:
+    from lightning_hpo.storage import mask, mask_text
+
+    assert mask(url) == masked
+    assert "Sup3r" not in mask_text(f"could not connect to {url}: refused", url)
+
+
+def test_a_journal_whose_last_record_was_cut_short_is_mended_before_a_writer_appends(
+    tmp_path: Path,
+) -> None:
+    """A process killed while it appended leaves a last line without its end: Optuna skips it
+    when reading, but a record appended after it would share its line, and the journal would
+    no longer be readable. The launcher's open (a writer) moves it aside first; a reader's
+    leaves the file as it is."""
+    path = tmp_path / "t.journal"
+    study = optuna.create_study(study_name="t", storage=open_storage(str(path)))
+    for value in (1.0, 2.0):
+        study.tell(study.ask(), value)
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-20])  # the last record (the second trial's end) cut short
+    open_storage(str(path), create=False)
+    assert path.read_bytes() == whole[:-20]  # a reader changes nothing
+    storage = open_storage(str(path))  # the launcher's
+    kept = whole[: whole[:-1].rfind(b"\n") + 1]
+    assert path.read_bytes() == kept
+    (cut,) = tmp_path.glob("t.journal.cut-*")
+    assert cut.read_bytes() == whole[len(kept):-20]
+    again = optuna.load_study(study_name="t", storage=storage)
+    again.tell(again.ask(), 3.0)
+    reread = optuna.load_study(study_name="t", storage=open_storage(str(path), create=False))
+    assert [t.state.name for t in reread.trials] == ["COMPLETE", "RUNNING", "COMPLETE"]
+    assert [t.value for t in reread.trials] == [1.0, None, 3.0]
+
+
 def test_sqlite_check_is_read_only(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     optuna.create_study(study_name="t", storage=open_storage(f"sqlite:///{path}"))

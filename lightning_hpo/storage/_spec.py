@@ -4,6 +4,7 @@ mask (the package docstring, :mod:`lightning_hpo.storage`, explains specs)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -15,7 +16,7 @@ from typing import Literal
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.storage._proxy_client import (
@@ -30,9 +31,16 @@ __all__ = [
     "StorageSpec", "check_storage", "mask", "mask_text", "open_storage", "storage_outage",
 ]
 
-_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)(?P<secret>[^@\s]*)(?=@)")
-# A token in a URL's query (refused in a grpc:// spec, masked wherever one is printed).
-_TOKEN = re.compile(r"(?P<head>[?&]token=)(?P<secret>[^&#\s]*)")
+_logger = logging.getLogger(__name__)
+
+# A URL's password: everything between ``user:`` and the last ``@`` before the host (a password
+# written unencoded may hold ``@`` or a space).
+_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)"
+                       r"(?P<secret>[^/?#]*?)(?=@[^@/?#\s]*(?:[/?#\s]|$))")
+# A secret in a URL's query: a proxy's token (refused in a grpc:// spec), a database driver's
+# password options (libpq's password and sslpassword); masked wherever one is printed.
+_TOKEN = re.compile(r"(?P<head>[?&](?:token|password|sslpassword|passwd|pwd)=)"
+                    r"(?P<secret>[^&#\s]*)", re.IGNORECASE)
 
 
 def mask(spec: str) -> str:
@@ -289,7 +297,7 @@ class StorageSpec:
                 return _open_proxy(self)
             if self.is_rdb:
                 return _open_rdb(spec, heartbeat)
-            return _open_journal(Path(spec), spec)
+            return _open_journal(Path(spec), spec, writer=create)
         except ConfigError:
             raise
         except Exception as error:  # driver errors vary: report them in one masked line
@@ -476,15 +484,21 @@ def _check_first_record(path: Path, spec: str) -> None:
         )
 
 
-def _open_journal(path: Path, spec: str) -> JournalStorage:
+def _open_journal(path: Path, spec: str, *, writer: bool = False) -> JournalStorage:
     """Open a journal file (created when missing), refusing a file that is not a journal.
 
     Optuna skips a last line that does not parse (a write cut short) and appends after it, so
     a one-line text file would be taken for an empty journal and written to: the first line
     must be a journal record. Optuna's replay then reads every line (read-only).
+
+    A ``writer`` (the launcher, before its first write) first moves a last record cut short
+    out of the journal (:func:`_cut_partial_tail`): appended after, the next record would
+    share its line, and the file would no longer be a journal anyone can read.
     """
     if path.exists():
         _check_first_record(path, spec)
+        if writer:
+            _cut_partial_tail(path, spec)
     try:
         return JournalStorage(JournalFileBackend(str(path)))
     except ValueError as error:  # a line that does not parse, or a last line cut short
@@ -492,6 +506,49 @@ def _open_journal(path: Path, spec: str) -> JournalStorage:
         raise ConfigError(
             "storage", f"{mask(spec)} is not a valid Optuna journal file: {reason}"
         ) from None
+
+
+def _cut_partial_tail(path: Path, spec: str) -> Path | None:
+    """Move a journal's last record that was cut short (no newline: a process killed while it
+    appended) into ``<journal>.cut-<unix time>``, and truncate the journal to its last complete
+    line; the file it wrote, or None when the journal ends with a newline.
+
+    Optuna never reads such a record (it skips a last line that does not parse), so nothing
+    the study holds changes. Done under Optuna's own journal lock, which every appending
+    process holds while it writes: a record being appended right now is not taken for one cut
+    short.
+    """
+    if not _ends_cut_short(path):
+        return None
+    lock = JournalFileSymlinkLock(str(path))
+    lock.acquire()
+    try:
+        if not _ends_cut_short(path):
+            return None
+        with path.open("rb+") as handle:
+            data = handle.read()
+            keep = data.rfind(b"\n") + 1
+            cut = path.with_name(f"{path.name}.cut-{int(time.time())}")
+            cut.write_bytes(data[keep:])
+            handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())
+    finally:
+        lock.release()
+    _logger.warning("%s ended in a record cut short (%d bytes that a killed process never "
+                    "finished, which Optuna does not read); moved to %s so that new records "
+                    "start on a line of their own", mask(spec), len(data) - keep, cut)
+    return cut
+
+
+def _ends_cut_short(path: Path) -> bool:
+    """Whether the file's last byte is not a newline (an empty file is not cut short)."""
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        if size == 0:
+            return False
+        handle.seek(size - 1)
+        return handle.read(1) != b"\n"
 
 
 _CREATE_ATTEMPTS = 5
