@@ -831,3 +831,28 @@ def test_set_overrides_a_dotted_space_key_of_a_cli_config(tmp_path: Path) -> Non
     with pytest.raises(ConfigError) as info:
         parse_config(apply_overrides(BASE, ["space.model.hidden_dim={randint: [8, 32]}"]))
     assert info.value.field.startswith("space.model")
+
+
+@pytest.mark.parametrize(("key", "value", "words"), [
+    ("precision", "bogus", "Precision 'bogus' is invalid"),
+    ("precision", "8", "Precision 8 is invalid"),
+    ("limit_train_batches", "-2", "invalid value -2"),
+    ("limit_val_batches", "0", "reads the metric from each epoch's validation"),
+])
+def test_a_trainer_value_lightning_refuses_is_refused_before_anything_runs(
+    key: str, value: str, words: str,
+) -> None:
+    """Found late, every trial of the study failed, and the study kept the bad value: a rerun
+    without it was refused as a changed config."""
+    cfg = parse_config(_with(f"trainer.{key}", value))
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == f"trainer.{key}"
+    assert words in info.value.message and "\n" not in str(info.value)
+
+
+def test_trainer_values_lightning_takes_pass_the_check() -> None:
+    cfg = parse_config(apply_overrides(BASE, [
+        "trainer.precision=bf16-mixed", "trainer.gradient_clip_val=0.5",
+        "trainer.limit_val_batches=0.5", "trainer.log_every_n_steps=5"]))
+    check_against_registry(cfg)
