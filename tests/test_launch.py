@@ -33,6 +33,7 @@ from _support import (
 )
 from optuna.trial import TrialState
 
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.__main__ import main as launcher_main
 from lightning_hpo.launch.config import DEFAULT_CONFIG, load_config, parse_config
 from lightning_hpo.launch.devices import plan_slots
@@ -577,6 +578,30 @@ def test_the_study_keeps_the_config_as_written_with_resolved_values(tmp_path: Pa
     assert stored["pruner"] == {"name": "hyperband", "max_resource": 9}  # as written
     assert {k: v for k, v in stored.items() if k not in ("metric", "direction", "trainer")} == {
         k: v for k, v in raw.items() if k != "trainer"}
+
+
+def test_fewer_trials_on_a_study_with_trials_queued_beyond_them_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The study queued 6 trials (a first run stopped before it started them all): a run with
+    stop.n_trials=2 would have run them all the same. Refused, nothing written; fewer trials
+    where none is queued beyond them go on (nothing left to run)."""
+    raw = yaml.safe_load(config_file(tmp_path, stop={"n_trials": 6}).read_text())
+    cfg = parse_config(raw)
+    study, _ = open_study(cfg, open_storage(cfg.storage))
+    for _ in range(3):
+        trial = study.ask()  # what workers claimed: trials 0-2 started, 3-5 queued
+        study.tell(trial, 0.5)
+    before = Path(cfg.storage).read_bytes()
+    fewer = parse_config({**raw, "stop": {"n_trials": 2}})
+    with pytest.raises(ConfigError) as info:
+        open_study(fewer, open_storage(cfg.storage))
+    assert info.value.field == "stop.n_trials"
+    assert "holds 6 trials already, 3 of them queued" in info.value.message
+    assert "give at least 6" in info.value.message
+    assert Path(cfg.storage).read_bytes() == before
+    assert open_study(parse_config({**raw, "stop": {"n_trials": 6}}),
+                      open_storage(cfg.storage))[0].study_name == "t"
 
 
 _HOLD_LOCK = """

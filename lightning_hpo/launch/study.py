@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import optuna
+from optuna.trial import TrialState
 
 from lightning_hpo._optuna import OptunaContractError, storage_of, study_id_of, unwrap_storage
 from lightning_hpo.errors import ConfigError
@@ -183,7 +184,24 @@ def _load(
         shown = cfg.direction if len(wanted) == 1 else wanted
         was = existing[0] if len(existing) == 1 else existing
         raise ConfigError("direction", f"is {shown}, but study '{cfg.study}' was created to {was}")
+    if compare:
+        _check_fewer_trials(study, cfg)
     return study
+
+
+def _check_fewer_trials(study: optuna.Study, cfg: Config) -> None:
+    """A lower ``stop.n_trials`` cannot take back the trials the study has queued (Optuna
+    deletes no trial): refused while any queued one lies beyond it, instead of running them."""
+    n_trials = cfg.stop.n_trials
+    if n_trials is None:
+        return
+    trials = study.get_trials(deepcopy=False)
+    queued = sum(t.state == TrialState.WAITING and t.number >= n_trials for t in trials)
+    if queued:
+        raise ConfigError(
+            "stop.n_trials", f"is {n_trials}, but study '{cfg.study}' holds {len(trials)} trials "
+            f"already, {queued} of them queued and not started (a queued trial cannot be taken "
+            f"back): give at least {len(trials)}, or name a new study (--set study=NEW)")
 
 
 def _create_or_load(
