@@ -179,3 +179,23 @@ def test_a_follower_reads_rank_zeros_study_from_a_journal_path(
     in_memory = hpo.create_study(storage="sqlite:///:memory:", study_name="m")
     with pytest.raises(AttributeError, match="only available on rank 0"):
         in_memory.trials  # noqa: B018
+
+
+@pytest.mark.parametrize("storage", ["journal", "sqlite:///:memory:"])
+def test_a_followers_set_up_writes_are_rank_zeros_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, storage: str
+) -> None:
+    """Every rank runs the script's ``study.enqueue_trial(...)``: on a storage file each rank
+    queued a configuration of its own (two trials of one configuration under 2-rank DDP), in
+    memory the other ranks raised and DDP killed rank 0. Only rank 0's call writes."""
+    spec = str(tmp_path / "ddp.journal") if storage == "journal" else storage
+    if storage == "journal":
+        hpo.create_study(storage=spec, study_name="j")  # rank 0 made it
+        before = Path(spec).read_bytes()
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    follower = hpo.create_study(storage=spec, study_name="j")
+    assert follower.enqueue_trial({"x": 0.5}) is None
+    follower.add_trial(optuna.trial.create_trial(params={}, distributions={}, value=1.0))
+    follower.set_user_attr("note", "from every rank")
+    if storage == "journal":
+        assert Path(spec).read_bytes() == before

@@ -166,12 +166,25 @@ def share_segment(trial: Any, segment: dict[str, Any]) -> dict[str, Any]:
     return dict(trial.share("lightning_hpo:segment", segment))
 
 
+#: ``Study`` methods that write what the script sets up (queued configurations, attributes):
+#: a no-op on the other ranks, which run the same lines as rank 0 (on a storage file each rank
+#: would otherwise queue a configuration of its own: one trial per rank).
+_RANK0_WRITES = frozenset({"enqueue_trial", "add_trial", "add_trials", "set_user_attr",
+                           "set_system_attr", "set_metric_names"})
+
+
+def _rank0_writes(*args: Any, **kwargs: Any) -> None:
+    """What a write of :data:`_RANK0_WRITES` does on a rank other than 0: nothing."""
+
+
 class FollowerStudy:
     """What ``create_study`` returns on ranks other than 0: a loop that follows rank 0.
 
     After ``optimize`` returns, read-only attributes (``best_trial``, ``trials``...) are served by
     loading the study from its storage, when the storage is one other processes can open (a
-    journal file, an SQLite file, a database server; not rank 0's memory).
+    journal file, an SQLite file, a database server; not rank 0's memory). The writes a script
+    makes before ``optimize`` (``enqueue_trial``, ``add_trial(s)``, ``set_user_attr``,
+    ``set_system_attr``, ``set_metric_names``) do nothing here: rank 0 runs the same lines.
 
     Args:
         study_name: the study this rank's script names (checked against rank 0's), or None.
@@ -220,6 +233,8 @@ class FollowerStudy:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _RANK0_WRITES:  # every rank runs the script: rank 0's call writes it once
+            return _rank0_writes
         storage = self._storage
         if (
             storage is None
