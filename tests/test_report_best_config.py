@@ -9,6 +9,7 @@ names a folder that holds (or lacks) the ``config.yaml`` a LightningCLI trial wr
 from __future__ import annotations
 
 import datetime as dt
+import shlex
 from pathlib import Path
 
 import optuna
@@ -261,12 +262,12 @@ def test_the_report_cli_with_an_unwritable_destination_is_one_line(
 ) -> None:
     spec = str(tmp_path / "s.journal")
     make_study(spec, tmp_path / "runs")
-    dest = tmp_path / "taken"
-    dest.mkdir()
+    dest = tmp_path / "taken" / "best_config.yaml"
+    dest.mkdir(parents=True)  # a folder where the file would go
     err = _cli_error(["--storage", spec, "--out", str(tmp_path / "report"),
-                      "--best-config", str(dest)], capsys)
+                      "--best-config", str(tmp_path / "taken")], capsys)
     assert err.startswith(f"error: best-config: cannot write {dest}: ")
-    assert not (tmp_path / "taken.partial").exists()
+    assert not (tmp_path / "taken" / "best_config.yaml.partial").exists()
 
 
 def test_the_report_cli_with_a_destination_under_a_file_is_one_line(
@@ -377,3 +378,22 @@ def test_the_launchers_last_line_of_a_study_of_several_objectives_lists_its_fron
                     f"trial 2: {tmp_path}/trial_00002/config.yaml (the report's --best-config "
                     "PATH --trial N copies one with its header)")
     assert not (tmp_path / "mo" / "best_config.yaml").exists()
+
+
+@pytest.mark.parametrize("folder", ["new folder/", "existing"])
+def test_best_config_into_a_folder_writes_best_config_yaml_there(
+    tmp_path: Path, folder: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--best-config newdir/`` wrote a file named ``newdir``; an existing folder was
+    refused. Either is the folder the file goes in, and the printed command quotes a path
+    with a space."""
+    spec = str(tmp_path / "s.journal")
+    make_study(spec, tmp_path / "runs")
+    (tmp_path / "existing").mkdir()
+    code = main(["--storage", spec, "--out", str(tmp_path / "report"),
+                 "--best-config", f"{tmp_path}/{folder}"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    dest = tmp_path / folder.rstrip("/") / "best_config.yaml"
+    assert dest.read_text(encoding="utf-8").startswith("# trial ")
+    assert f"fit --config {shlex.quote(str(dest))} retrains it" in captured.out.replace("\n", "")

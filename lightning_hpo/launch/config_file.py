@@ -237,10 +237,12 @@ def study_name(study: Any) -> str:
         'lenet-asha'
     """
     if not isinstance(study, str) or not _NAME.match(study):
+        quote = (f" (YAML read a number: quote it, --set study='\"{study}\"')"
+                 if isinstance(study, int | float) and not isinstance(study, bool) else "")
         raise ConfigError(
             "study",
-            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-' "
-            "(it names a folder under run_dir)",
+            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-', starting with a "
+            f"letter or digit (it names a folder under run_dir){quote}",
         )
     return study
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,7 +252,8 @@ def _best_config(cfg: Config, study: optuna.Study) -> str:
     module = entry.partition(":")[0]
     command = (f"python {module.replace('.', '/')}.py fit" if entry != DEFAULT_CLI
                else "your CLI's fit")
-    return f"Best trial's config: {path} (trial {number}; {command} --config {path} retrains it)"
+    return (f"Best trial's config: {path} (trial {number}; {command} --config "
+            f"{shlex.quote(str(path))} retrains it)")
 
 
 def _changes_to_check(cfg: Config, spec: StorageSpec, found: str) -> Changes | None:

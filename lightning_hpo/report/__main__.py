@@ -23,6 +23,7 @@ import argparse
 import logging
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,37 @@ from lightning_hpo.storage import mask, mask_text
 
 _STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cyan",
           "PAUSED": "magenta"}
+
+
+def _positive(text: str) -> int:
+    """``--top N``: a whole number of rows, at least 1 (argparse prints the refusal, exit 2).
+
+    Example::
+
+        >>> _positive("3")
+        3
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of rows, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _config_path(text: str) -> Path:
+    """``--best-config PATH``: the file to write; in a folder (one that exists, or ``PATH``
+    ending in ``/``) its ``best_config.yaml``.
+
+    Example::
+
+        >>> str(_config_path("configs/")), str(_config_path("best.yaml"))
+        ('configs/best_config.yaml', 'best.yaml')
+    """
+    path = Path(text)
+    folder = text.endswith(("/", os.sep)) or path.is_dir()
+    return path / "best_config.yaml" if folder else path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,13 +104,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", metavar="DIR", type=Path,
                         help="output folder (default: reports/<study>, or "
                         "reports/compare_<a>_vs_<b>)")
-    parser.add_argument("--top", metavar="N", type=int, default=10,
+    parser.add_argument("--top", metavar="N", type=_positive, default=10,
                         help="rows of the best-trials table (default: 10)")
     parser.add_argument("--compare", metavar="STUDY", nargs="+",
                         help="compare studies: NAME (in --storage) or NAME@STORAGE")
-    parser.add_argument("--best-config", metavar="PATH", type=Path,
+    parser.add_argument("--best-config", metavar="PATH", type=_config_path,
                         help="also write the best COMPLETE trial's config.yaml there (a study "
-                        "of a LightningCLI project): python main.py fit --config PATH "
+                        "of a LightningCLI project; a folder, or PATH ending in /, gets "
+                        "best_config.yaml in it): python main.py fit --config PATH "
                         "retrains it")
     parser.add_argument("--trial", metavar="N", type=int,
                         help="with --best-config: trial N's config.yaml instead (a study of "
@@ -288,7 +321,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     if best_config is not None:
         number, path = best_config
         console.print(f"Wrote {path}: trial {number}'s config (the project's fit --config "
-                      f"{path} retrains it)")
+                      f"{shlex.quote(str(path))} retrains it)")
 
 
 def _compare(args: argparse.Namespace, console: Console) -> None:
