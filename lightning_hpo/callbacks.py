@@ -160,9 +160,11 @@ class PruningCallback(L.Callback):
         if isinstance(pruner, optuna.pruners.NopPruner):
             return False
         if not getattr(pruner, "supports_several_objectives", False):
+            default = (" (Optuna's default when create_study is given no pruner)"
+                       if type(pruner) is optuna.pruners.MedianPruner else "")
             raise ConfigError("pruner", f"is {type(pruner).__name__}, which cannot rank several "
-                              "objectives; use lightning_hpo.ASHAPruner or HyperbandPruner (or "
-                              "optuna.pruners.NopPruner)")
+                              f"objectives{default}; use lightning_hpo.ASHAPruner or "
+                              "HyperbandPruner (or optuna.pruners.NopPruner)")
         frozen = storage_of(study).get_trial(trial_id_of(self.trial))
         return bool(pruner.prune(study, frozen))
 

@@ -477,10 +477,12 @@ def _check_first_record(path: Path, spec: str) -> None:
     with path.open("rb") as handle:
         first = handle.readline(_MAX_RECORD_BYTES)
     if first and not _is_journal_record(first):
+        hint = (f"; an SQLite database is named sqlite:///{path}"
+                if first.startswith(b"SQLite format 3\x00") else "")
         raise ConfigError(
             "storage",
             f"{mask(spec)} is not an Optuna journal file (its first line is not a journal "
-            "record); name a new file or an existing journal",
+            f"record); name a new file or an existing journal{hint}",
         )
 
 
