@@ -594,3 +594,26 @@ def test_a_projects_own_checkpoint_on_the_metric_progress_bar_and_written_out_se
         written = yaml.safe_load((_trial_dir(project, trial) / "config.yaml").read_text())
         assert written["seed_everything"] == trial.user_attrs[ATTR.SEED]
         assert (_trial_dir(project, trial) / "best.ckpt").is_file()
+
+
+@pytest.mark.slow
+def test_the_projects_early_stopping_at_a_rung_ends_the_trial_there(project: Path) -> None:
+    """The project's EarlyStopping stops every trial after epoch 2 (``patience: 0`` and a
+    ``min_delta`` no epoch beats), which is also a rung of promotion ASHA (1, 2, 4). Straight
+    through, ``python main.py fit`` stops there; paused there instead, a promoted trial went on
+    to train epoch 3, and its best_config.yaml no longer retrained it."""
+    config = yaml.safe_load((project / "config.yaml").read_text())
+    config["trainer"]["callbacks"].append(
+        {"class_path": "lightning.pytorch.callbacks.EarlyStopping",
+         "init_args": {"monitor": "val_loss", "patience": 0, "min_delta": 1.0e9}})
+    _write_yaml(project / "config.yaml", config)
+    result = _launch(project, "--set", "stop.n_trials=4", "--set", "devices.count=1",
+                     "--set", "pruner={name: asha, mode: promotion, min_resource: 1, "
+                     "max_resource: 4, reduction_factor: 2}", *TINY)
+    assert result.returncode == 0, _output(result)
+    trials = _study(project).get_trials(deepcopy=False)
+    assert max(max(t.intermediate_values) for t in trials) == 2, [
+        (t.number, t.state.name, sorted(t.intermediate_values)) for t in trials]
+    for trial in trials:
+        if max(trial.intermediate_values) == 2:
+            assert trial.state == TrialState.COMPLETE, trial

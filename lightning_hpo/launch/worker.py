@@ -159,6 +159,8 @@ class _Progress(L.Callback):
         self.known: list[float] | None = None  # all of them, when it resumes from a checkpoint
         self.trained = False  # this fit reached its training loop (not all done in the checkpoint)
         self._unwritten = False  # an epoch end time the study has not been told yet
+        # a callback (the project's EarlyStopping) ended fit before its last epoch
+        self.stopped_early = False
 
     def all_epoch_end_times(self) -> list[float]:
         """One end time per epoch of the trial, across its segments: an epoch trained again
@@ -189,6 +191,7 @@ class _Progress(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.flush()
+        self.stopped_early = bool(trainer.should_stop)
 
     def on_exception(
         self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException
@@ -676,7 +679,10 @@ def _train_segment(
             known = progress.known or []
             progress.from_epoch, progress.prior_times = done.epochs, known[: done.epochs]
         best = {ATTR.CHECKPOINT: checkpoint}
-        if job.to_epoch < cfg.max_epochs:
+        # Pruned and budget stops raised above: a stop here is the project's own (its
+        # EarlyStopping), which ends the trial where fit stopped, as it would straight through;
+        # paused, its next segment would train on from there.
+        if job.to_epoch < cfg.max_epochs and not progress.stopped_early:
             return _Outcome(None, "paused", value, f"rung {job.to_epoch}", best)
         finite = is_finite_point(value) if isinstance(value, tuple) else math.isfinite(value)
         if finite:
