@@ -521,6 +521,23 @@ def test_check_names_the_project_file_its_parser_refuses(
     _nothing_written(here)
 
 
+def test_check_names_the_project_config_its_classes_refuse(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A value the parser takes and the class refuses, in the project's own file and outside
+    the space (SGD's momentum -1): the config, not the space, is named."""
+    (here / "extra.yaml").write_text("optimizer:\n  init_args: {momentum: -1.0}\n",
+                                     encoding="utf-8")
+    tune = _tune_variant(here, "tune_extra.yaml", config=["config.yaml", "extra.yaml"])
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 2, out + err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: config: the project refuses its own config (config.yaml + "
+                           "extra.yaml) as fit builds it, before any searched value: "), line
+    assert "momentum" in line, line
+    _nothing_written(here)
+
+
 # ------------------------------------------------------------------------------------------
 # 8. A metric the model never logs.
 

@@ -493,6 +493,12 @@ def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
             continue
         return ConfigError(f"space.{name}", f"the middle {format_value(value)} of its range is "
                            f"refused: {reason}")
+    try:  # the project's config alone, no value of the space: it is the config itself
+        _try(spec, {}, scratch)
+    except Exception:  # noqa: BLE001
+        what = " + ".join(spec.files) or "the tune config's sections"
+        return ConfigError("config", f"the project refuses its own config ({what}) as fit "
+                           f"builds it, before any searched value: {reason}")
     return ConfigError("space", f"the project refuses a trial with every value at the middle "
                        f"of its range ({middle}): {reason}")
 
