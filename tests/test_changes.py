@@ -470,6 +470,7 @@ SAME = [
 CLI_SAME = [
     ("identical", []),
     ("config-as-str", ["config=config.yaml"]),
+    ("config-spelled-with-a-dot", ["config=./config.yaml"]),
     ("trainer-max-epochs-also", ["trainer.max_epochs=9"]),
     ("pruner-defaults", ["pruner={name: asha, max_resource: 9, min_resource: 1, "
                          "reduction_factor: 3, mode: stop}"]),

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -346,7 +347,8 @@ def _fields(raw: Mapping[str, Any]) -> dict[str, Any]:
                                                     str(trainer_args["precision"]))
     heartbeat = cfg.heartbeat
     if cfg.cli is not None:
-        project = {"cli": cfg.cli.entry, "config": list(cfg.cli.files),
+        # ./config.yaml and config.yaml are one file (relative to where the launcher runs)
+        project = {"cli": cfg.cli.entry, "config": [os.path.normpath(f) for f in cfg.cli.files],
                    **_flatten(cfg.cli.sections)}
     else:
         project = {
