@@ -913,48 +913,37 @@ def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
                      ("callbacks", "logger")]
             raise ConfigError(f"trainer.{key}", "is not an argument of Lightning's Trainer; "
                               f"allowed: {', '.join(close)}")
-    for key in ("limit_val_batches",):
-        if key in trainer and not isinstance(trainer[key], bool) and trainer[key] == 0:
-            raise ConfigError(f"trainer.{key}", "is 0, but the launcher reads the metric from "
-                              "each epoch's validation: leave it out or give at least 1 batch")
+    limit = trainer.get("limit_val_batches")
+    if limit == 0 and not isinstance(limit, bool):
+        raise ConfigError("trainer.limit_val_batches", "is 0, but the launcher reads the metric "
+                          "from each epoch's validation: leave it out or give at least 1 batch")
     _check_trainer_values(trainer)
 
 
 def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
     """Each ``trainer.*`` value as Lightning's Trainer takes it (``precision: bogus``,
-    ``accumulate_grad_batches: 0``): a Trainer is built on the CPU with each one alone, so that
+    ``limit_train_batches: -2``): a Trainer is built on the CPU with each one alone, so that
     the refusal names its key; a value only a GPU takes is let through."""
-    import logging
     import tempfile
     import warnings
 
     from lightning.pytorch import Trainer
 
+    from lightning_hpo.launch._quiet import quiet_lightning
+
     quiet = {"accelerator": "cpu", "devices": 1, "logger": False, "enable_checkpointing": False,
              "enable_progress_bar": False, "enable_model_summary": False}
-    banner = logging.getLogger("lightning.pytorch.utilities.rank_zero")  # devices, tips
-    level = banner.level
     with tempfile.TemporaryDirectory(prefix="lightning-hpo-check-") as scratch, \
-            warnings.catch_warnings():
+            warnings.catch_warnings(), quiet_lightning():
         warnings.simplefilter("ignore")
-        banner.setLevel(logging.WARNING)
-        try:
-            _build_each(Trainer, quiet, trainer, scratch)
-        finally:
-            banner.setLevel(level)
-
-
-def _build_each(trainer_class: Any, quiet: dict[str, Any], trainer: Mapping[str, Any],
-                scratch: str) -> None:
-    """A Trainer with each of ``trainer``'s values alone (see :func:`_check_trainer_values`)."""
-    for key, value in trainer.items():
-        if key in ("callbacks", "plugins", "max_epochs", "logger"):
-            continue
-        try:
-            trainer_class(**{**quiet, key: value, "default_root_dir": scratch})
-        except Exception as error:  # Lightning's ValueError, TypeError, Misconfiguration
-            message = " ".join(str(error).split())
-            if re.search(r"\b(cuda|gpu|mps|tpu|accelerator)\b", message, re.IGNORECASE):
-                continue  # a value for the slot's GPU, not for this CPU check
-            raise ConfigError(f"trainer.{key}", f"is {value!r}, which Lightning's Trainer "
-                              f"refuses: {message[:300]}") from None
+        for key, value in trainer.items():
+            if key in ("callbacks", "plugins", "max_epochs", "logger"):
+                continue
+            try:
+                Trainer(**{**quiet, key: value, "default_root_dir": scratch})
+            except Exception as error:  # Lightning's ValueError, TypeError, Misconfiguration
+                message = " ".join(str(error).split())
+                if re.search(r"\b(cuda|gpu|mps|tpu|accelerator)\b", message, re.IGNORECASE):
+                    continue  # a value for the slot's GPU, not for this CPU check
+                raise ConfigError(f"trainer.{key}", f"is {value!r}, which Lightning's Trainer "
+                                  f"refuses: {message[:300]}") from None

@@ -49,6 +49,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import Logger
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch._quiet import quiet_lightning
 from lightning_hpo.launch.cli_spec import (
     OWNED_TRAINER,
     CliSpec,
@@ -374,30 +375,16 @@ def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
 def warm_data(spec: CliSpec, space: Mapping[str, Any], scratch: Path) -> Any:
     """The project's data module, built through its CLI with every space key at the middle of
     its range (a worker's warm-up: the project's imports, and its data to prefetch)."""
-    with _quiet_lightning():
+    with quiet_lightning():
         return _on_cpu(spec, {name: _ends(dist)[1] for name, dist in space.items()},
                        scratch).datamodule
-
-
-@contextlib.contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Lightning's per-Trainer lines (seed, devices, tips) off while the launcher checks."""
-    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 def check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
               max_epochs: int | None = None) -> list[str]:
     """Check the project's entry point, files and every space key against its CLI (see
     :func:`_check_cli`), with Lightning's per-Trainer lines off."""
-    with _quiet_lightning():
+    with quiet_lightning():
         return _check_cli(spec, space, scratch, max_epochs)
 
 

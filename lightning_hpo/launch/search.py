@@ -24,7 +24,7 @@ from lightning_hpo import schedules
 from lightning_hpo.launch.config import Config, sampler_class, sampler_kwargs
 from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
 
-__all__ = ["build_pruner", "build_sampler", "build_schedule"]
+__all__ = ["build_pruner", "build_sampler", "build_schedule", "sampler_for_trial"]
 
 
 def build_sampler(cfg: Config, offset: int = 0) -> optuna.samplers.BaseSampler:

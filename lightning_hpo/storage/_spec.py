@@ -12,7 +12,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage
@@ -528,10 +528,11 @@ def _cut_partial_tail(path: Path, spec: str) -> Path | None:
         if not _ends_cut_short(path):
             return None
         with path.open("rb+") as handle:
-            data = handle.read()
-            keep = data.rfind(b"\n") + 1
+            size = handle.seek(0, os.SEEK_END)
+            keep = _after_last_newline(handle, size)
+            handle.seek(keep)
             cut = path.with_name(f"{path.name}.cut-{int(time.time())}")
-            cut.write_bytes(data[keep:])
+            cut.write_bytes(handle.read())
             handle.truncate(keep)
             handle.flush()
             os.fsync(handle.fileno())
@@ -539,8 +540,22 @@ def _cut_partial_tail(path: Path, spec: str) -> Path | None:
         lock.release()
     _logger.warning("%s ended in a record cut short (%d bytes that a killed process never "
                     "finished, which Optuna does not read); moved to %s so that new records "
-                    "start on a line of their own", mask(spec), len(data) - keep, cut)
+                    "start on a line of their own", mask(spec), size - keep, cut)
     return cut
+
+
+def _after_last_newline(handle: BinaryIO, size: int, chunk: int = 1 << 16) -> int:
+    """The offset just after the last newline of the file's first ``size`` bytes (0 when it has
+    none), read backwards from the end a chunk at a time: a journal's last record is short."""
+    end = size
+    while end > 0:
+        start = max(0, end - chunk)
+        handle.seek(start)
+        found = handle.read(end - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        end = start
+    return 0
 
 
 def _ends_cut_short(path: Path) -> bool:
