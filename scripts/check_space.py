@@ -37,7 +37,8 @@ def main(argv: list[str]) -> int:
         return 2
     if importlib.util.find_spec("torch") is not None:
         return 0  # torch is installed already: pip writes only the package (megabytes)
-    free = shutil.disk_usage(venv if venv.exists() else venv.parent).free / 2**30
+    existing = next(p for p in (venv.absolute(), *venv.absolute().parents) if p.exists())
+    free = shutil.disk_usage(existing).free / 2**30  # the filesystem the venv will be made on
     if free < needed:
         print(f"make install: installing torch into {venv} needs about {needed:g} GiB free on its "
               f"filesystem, and {free:.1f} GiB are free; free some space (or set VENV=path on a "

@@ -29,8 +29,9 @@ def test_refuses_in_one_line_naming_the_space(tmp_path: Path) -> None:
     assert not (tmp_path / ".venv").exists()
 
 
-def test_passes_where_there_is_room(tmp_path: Path) -> None:
-    result = _run(str(tmp_path / ".venv"), "0")
+@pytest.mark.parametrize("where", [".venv", "not/made/yet/.venv"])
+def test_passes_where_there_is_room(tmp_path: Path, where: str) -> None:
+    result = _run(str(tmp_path / where), "0")
     assert (result.returncode, result.stderr) == (0, "")
 
 
