@@ -99,10 +99,11 @@ def test_stopping_asha_ranks_each_rung_by_pareto_order(
         present = {n: at_rung[n] for n in reached[: position + 1]}
         keep = pareto_order(present, (True, True)).index(number) < max(1, len(present) // 3)
         went_on = by_number[number].user_attrs[ATTR.EPOCHS] > 1
-        # reports of trials on two slots can cross (two reach the rung at once): allow the
-        # decision to have seen one more or one fewer record only where that changes it
+        # reports of trials on two slots can cross (two reach the rung at once, and a trial's
+        # record is written at its epoch's end, after the end time): allow the decision to
+        # have seen one more or one fewer record only where that changes it
         if went_on != keep:
-            neighbours = [reached[: position], reached[: position + 2]]
+            neighbours = [reached[: max(position - 1, 0)], reached[: position + 2]]
             alternatives = [{n: at_rung[n] for n in [*group, number]} for group in neighbours]
             assert any((pareto_order(p, (True, True)).index(number) < max(1, len(p) // 3))
                        == went_on for p in alternatives), (number, present)
