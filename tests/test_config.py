@@ -295,6 +295,12 @@ def test_registry_checks(raw: dict, field: str, words: str) -> None:
         pytest.param("!!python/object/apply:os.system ['echo hi']\n", "not valid YAML",
                      id="python-tag"),
         pytest.param("- a\n- b\n", "must hold a mapping", id="list"),
+        pytest.param("study: a\nspace: {lr: {uniform: [0, 1]}}\nstop: {}\nspace: {}\n",
+                     "at line 4, column 1: key 'space' is given twice (first on line 2)",
+                     id="duplicate-key"),
+        pytest.param("space:\n  lr: {uniform: [0, 1]}\n  lr: {uniform: [0, 2]}\n",
+                     "at line 3, column 3: key 'lr' is given twice (first on line 2)",
+                     id="duplicate-nested-key"),
     ],
 )
 def test_read_yaml_is_safe_and_says_where(tmp_path: Path, text: str, words: str) -> None:
@@ -303,6 +309,19 @@ def test_read_yaml_is_safe_and_says_where(tmp_path: Path, text: str, words: str)
     with pytest.raises(ConfigError) as info:
         read_yaml(path)
     assert info.value.field == "config" and words in info.value.message
+
+
+def test_yaml_merge_keys_may_still_be_overridden(tmp_path: Path) -> None:
+    """Only keys written twice in one mapping are refused: a merge's keys are meant to be."""
+    path = tmp_path / "c.yaml"
+    path.write_text("base: &b {lr: 0.1, momentum: 0.5}\ninitial:\n  - <<: *b\n    lr: 0.2\n")
+    assert read_yaml(path)["initial"] == [{"lr": 0.2, "momentum": 0.5}]
+
+
+def test_a_duplicate_key_in_a_set_value_is_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({}, ["space={lr: {uniform: [0, 1]}, lr: {uniform: [0, 2]}}"])
+    assert info.value.field == "--set space" and "key 'lr' is given twice" in info.value.message
 
 
 @pytest.mark.parametrize(

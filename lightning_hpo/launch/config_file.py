@@ -60,7 +60,27 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class _Loader(yaml.SafeLoader):
-    """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``)."""
+    """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``) and
+    refuses a key given twice in one mapping (YAML's loader keeps the last silently: a second
+    ``space:`` would drop the first's parameters). Keys a merge (``<<: *base``) brings in may
+    still be overridden."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, yaml.Node] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    earlier = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: the base class says so
+                    continue
+                if earlier is not key_node:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} is given twice (first on line "
+                        f"{earlier.start_mark.line + 1}); keep one", key_node.start_mark)
+        return super().construct_mapping(node, deep)  # type: ignore[no-any-return]
 
 
 _Loader.add_implicit_resolver(
@@ -139,8 +159,11 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
             raise ConfigError("--set", f"'{item}' must look like key.sub=value")
         try:
             value = _yaml(text) if text.strip() else None
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {key}", f"cannot parse value '{text}' as YAML") from None
+        except yaml.YAMLError as error:
+            problem = getattr(error, "problem", None)
+            why = f": {problem}" if isinstance(problem, str) and "twice" in problem else ""
+            raise ConfigError(f"--set {key}",
+                              f"cannot parse value '{text}' as YAML{why}") from None
         node: dict[str, Any] = out
         parts = _override_path(out, key.split("."))
         for depth, part in enumerate(parts[:-1]):
