@@ -84,6 +84,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "trainer.not_an_arg: is not an argument of Lightning's Trainer"),
     ("trainer-owned", {"trainer": {"max_epochs": 2, "devices": 2}}, [],
      "trainer.devices: is set by the launcher"),
+    ("trainer-fit-value", {"trainer": {"max_epochs": 2, "accumulate_grad_batches": 0}}, [],
+     "trainer.accumulate_grad_batches: is 0, but must be an integer >= 1"),
     ("study-escapes-run-dir", {"study": "../../etc"}, [], "study: is '../../etc'"),
     ("unreachable-postgres", {"storage": f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"},
      [], "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db"),
@@ -99,10 +101,15 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("config-yaml-scalar", "just some words\n", [], "must hold a mapping of fields, got str"),
     ("config-nul-byte", "study: t\x00\n", [],
      "is not valid YAML at character 9: unacceptable character #x0000"),
+    ("config-key-twice", "study: t\nmodel: {name: lenet}\nstudy: u\n", [],
+     "is not valid YAML at line 3, column 1: key 'study' is given twice (first on line 1)"),
     # Storage: checked (read-only) before anything is written.
     ("storage-not-a-journal", {"storage": "config.yaml"}, [],
      "storage: config.yaml is not an Optuna journal file"),
-    ("storage-is-a-folder", {"storage": "."}, [], "storage: . is a folder, not a journal file"),
+    ("storage-is-a-folder", {"storage": "/usr"}, [],
+     "storage: /usr is a folder, not a journal file"),
+    ("storage-is-a-folder-above-the-run-folder", {"storage": "."}, [],
+     "storage: . is the run folder /"),
     ("storage-under-a-file", {"storage": "config.yaml/t.journal"}, [],
      "storage: cannot create config.yaml/t.journal: config.yaml is a file, not a folder"),
     ("storage-folder-cannot-be-made", {"storage": "/proc/nope/t.journal"}, [],
@@ -136,6 +143,12 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "run_dir: cannot create config.yaml/runs/t: config.yaml is a file, not a folder"),
     ("check-run-dir-in-proc", {"run_dir": "/proc/nope"}, ["--check"],
      "run_dir: cannot create /proc/nope/t: "),
+    # A storage file where the run folder goes: --check said OK, the run then failed.
+    ("storage-is-the-run-dir", {"storage": "runs", "run_dir": "runs"}, [],
+     "storage: runs is the run folder runs/t or a folder above it (run_dir: runs); give the "
+     "storage file a name of its own, e.g. runs/t.journal"),
+    ("check-storage-is-the-study-folder", {"storage": "sqlite:///runs/t", "run_dir": "runs"},
+     ["--check"], "storage: runs/t is the run folder runs/t (run_dir: runs)"),
 ]
 
 

@@ -14,7 +14,7 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import Config
 from lightning_hpo.storage import StorageSpec
 
-__all__ = ["PROBE_BYTES", "prepare_folders", "remove_folders"]
+__all__ = ["PROBE_BYTES", "check_storage_apart", "prepare_folders", "remove_folders"]
 
 
 #: Bytes of the test file written in each folder before a run: a full disk fails here, not
@@ -37,7 +37,8 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         The folders it made, deepest first, for :func:`remove_folders` if a later step fails.
 
     Raises:
-        ConfigError: ``run_dir: cannot create ...`` or ``storage: cannot write in ...``.
+        ConfigError: ``run_dir: cannot create ...``, ``storage: cannot write in ...``, or
+            ``storage: ... is the run folder ...`` (a storage file where a folder must go).
 
     Example::
 
@@ -46,6 +47,7 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         ['runs/quickstart', 'runs']
     """
     storage_file = StorageSpec(cfg.storage).path
+    check_storage_apart(cfg)
     folders = [(cfg.study_dir, "run_dir")]
     if storage_file is not None:
         folders.append((storage_file.parent, "storage"))
@@ -57,6 +59,27 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         remove_folders(made)
         raise
     return made
+
+
+def check_storage_apart(cfg: Config) -> None:
+    """A journal or SQLite file must not be the run folder ``run_dir/<study>`` or a folder
+    above it: the run makes those folders first, then cannot open its storage (``--set
+    storage=runs`` beside ``run_dir: runs`` passed ``--check``, then failed).
+
+    Raises:
+        ConfigError: ``storage: runs is the run folder runs/quickstart or a folder above it
+            ...``, naming a file name that would do.
+    """
+    storage_file = StorageSpec(cfg.storage).path
+    if storage_file is None:
+        return
+    file, study_dir = storage_file.resolve(), cfg.study_dir.resolve()
+    if file == study_dir or file in study_dir.parents:
+        raise ConfigError(
+            "storage", f"{storage_file} is the run folder {cfg.study_dir}"
+            f"{'' if file == study_dir else ' or a folder above it'} (run_dir: {cfg.run_dir}); "
+            f"give the storage file a name of its own, e.g. {Path(cfg.run_dir) / cfg.study}"
+            f".journal")
 
 
 def remove_folders(made: list[Path]) -> None:

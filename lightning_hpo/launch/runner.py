@@ -44,7 +44,7 @@ from lightning_hpo.launch.config import (
     resolve_config,
 )
 from lightning_hpo.launch.early import EarlyWorkers
-from lightning_hpo.launch.folders import prepare_folders, remove_folders
+from lightning_hpo.launch.folders import check_storage_apart, prepare_folders, remove_folders
 from lightning_hpo.launch.slurm import describe, slurm_job, usable_cores
 from lightning_hpo.schema import ATTR, is_paused
 from lightning_hpo.storage import StorageSpec, mask
@@ -143,6 +143,7 @@ def launch(
     if spec.kind == "sqlite-memory":
         raise ConfigError("storage", "in-memory SQLite is not shared with the worker "
                           "processes; use a journal file path or sqlite:///FILE.db")
+    check_storage_apart(cfg)  # before the file is looked at: the early workers made run_dir
     # Reads only, never creates the file or the study; a run replays a journal once, later.
     found = spec.check(replay=check)
     made = prepare_folders(cfg, write=not check)
