@@ -1,6 +1,8 @@
 """A config that tunes a LightningCLI project as it is (lightning_hpo.launch.cli_spec): which
 configs are in that mode, the ``cli``/``config`` fields and inline sections, the Trainer
-arguments the launcher owns, and the ``fit`` command line of a trial. Pure: no torch, no files.
+arguments the launcher owns, the ``fit`` command line of a trial, and the retrain command the
+launcher prints (:func:`fit_command`, which looks for the project's file on temporary folders).
+No torch.
 
 Through parse_config: tests/test_config.py; the stored config compared: tests/test_changes.py.
 """
@@ -19,6 +21,7 @@ from lightning_hpo.launch.cli_spec import (
     SECTIONS,
     CliSpec,
     cli_args,
+    fit_command,
     format_value,
     is_cli_config,
     parse_cli,
@@ -396,3 +399,41 @@ def test_cli_args_does_not_change_its_inputs() -> None:
     assert cli_args(spec, values) == cli_args(spec, values)
     assert (json.dumps(spec.sections), values) == before
     assert list(values) == ["model.init_args.lr", "model"]
+
+
+# ------------------------------------------------------------------------------------------
+# The retrain command the launcher prints: the project's script, wherever the launcher runs.
+
+
+def test_a_script_in_the_folder_the_launcher_runs_in_is_named_as_it_is(tmp_path) -> None:
+    (tmp_path / "main.py").write_text("")
+    assert fit_command("main:cli_main", [str(tmp_path)], cwd=tmp_path) == "python main.py fit"
+    assert fit_command("main:cli_main", ["", "/nowhere"], cwd=tmp_path) == "python main.py fit"
+
+
+def test_a_script_found_elsewhere_is_named_by_its_path(tmp_path) -> None:
+    """The launcher run from another folder, the project on PYTHONPATH: ``python main.py`` there
+    names a file that is not in that folder (it used to say so)."""
+    project, elsewhere = tmp_path / "my project", tmp_path / "runs"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "train.py").write_text("")
+    below = fit_command("train:cli_main", [str(project)], cwd=tmp_path)
+    assert below == "python 'my project/train.py' fit"
+    beside = fit_command("train:cli_main", [str(project)], cwd=elsewhere)
+    assert beside == f"python '{project / 'train.py'}' fit"
+
+
+def test_a_module_in_a_package_runs_with_dash_m(tmp_path) -> None:
+    package = tmp_path / "proj"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('imported')")
+    (package / "cli.py").write_text("")
+    assert fit_command("proj.cli:main", [str(tmp_path)], cwd=tmp_path) == "python -m proj.cli fit"
+
+
+def test_lightning_s_own_cli_or_a_module_not_found_is_said_in_words(tmp_path) -> None:
+    assert fit_command(DEFAULT_CLI) == "your CLI's fit"
+    assert fit_command("absent_module_xyz:cli", [str(tmp_path)], cwd=tmp_path) == "your CLI's fit"
+    (tmp_path / "pkgdir").mkdir()  # a folder of that name, no module: not a script either
+    assert fit_command("pkgdir:cli", [str(tmp_path)], cwd=tmp_path) == "your CLI's fit"

@@ -38,14 +38,19 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.machinery import PathFinder
+from pathlib import Path
 from typing import Any
 
 from lightning_hpo.errors import ConfigError
 
-__all__ = ["DEFAULT_CLI", "OWNED_TRAINER", "SECTIONS", "CliSpec", "cli_args", "flatten",
-           "is_cli_config", "parse_cli"]
+__all__ = ["DEFAULT_CLI", "OWNED_TRAINER", "SECTIONS", "CliSpec", "cli_args", "fit_command",
+           "flatten", "is_cli_config", "parse_cli"]
 
 #: ``cli:`` when the config leaves it out: Lightning's own CLI, every class by ``class_path``.
 DEFAULT_CLI = "lightning.pytorch.cli:LightningCLI"
@@ -97,6 +102,55 @@ def is_cli_config(raw: Mapping[str, Any]) -> bool:
         return True
     return any(isinstance(raw.get(key), Mapping) and "class_path" in raw[key]
                for key in ("model", "data"))
+
+
+def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | None = None) -> str:
+    """The command that runs the project of ``entry`` (``"module:name"``) as its own script, for
+    the line that says how to retrain a trial: ``python main.py fit`` where ``main.py`` is in
+    ``cwd``, ``python PATH/main.py fit`` where the module was found elsewhere on ``search`` (the
+    launcher's ``sys.path``, the project on ``PYTHONPATH``), ``python -m pkg.main fit`` for a
+    module in a package (a file in a package is not a script), and ``your CLI's fit`` for
+    Lightning's own ``LightningCLI`` or a module not found. It finds the file without importing
+    the project (which would import torch).
+
+    Example::
+
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> _ = (folder / "main.py").write_text("")
+        >>> fit_command("main:cli_main", [str(folder)], cwd=folder)
+        'python main.py fit'
+        >>> fit_command("main:cli_main", [str(folder)], cwd=folder.parent) == (
+        ...     f"python {folder.name}/main.py fit")
+        True
+        >>> fit_command("proj.train:cli", [str(folder)], cwd=folder)
+        'python -m proj.train fit'
+        >>> fit_command(DEFAULT_CLI)
+        "your CLI's fit"
+    """
+    module = entry.partition(":")[0]
+    if entry == DEFAULT_CLI:
+        return "your CLI's fit"
+    if "." in module:
+        return f"python -m {module} fit"
+    cwd = Path.cwd() if cwd is None else cwd
+    places = [str(cwd) if place in ("", ".") else place
+              for place in (sys.path if search is None else search)]
+    try:
+        spec = PathFinder.find_spec(module, places)
+    except (ImportError, OSError, ValueError):
+        spec = None
+    origin = getattr(spec, "origin", None)
+    if not isinstance(origin, str) or not origin.endswith(".py"):
+        return f"python {module}.py fit" if (cwd / f"{module}.py").is_file() else "your CLI's fit"
+    script = Path(origin)
+    try:
+        shown = os.path.relpath(script, cwd)
+    except ValueError:  # another drive (Windows)
+        shown = str(script)
+    if shown.startswith(".."):
+        shown = str(script)
+    return f"python {shlex.quote(shown)} fit"
 
 
 def _entry(value: Any) -> str:

@@ -34,7 +34,7 @@ from rich.console import Console
 
 from lightning_hpo.errors import ConfigError, WorkerError
 from lightning_hpo.launch.changes import Changes
-from lightning_hpo.launch.cli_spec import DEFAULT_CLI
+from lightning_hpo.launch.cli_spec import DEFAULT_CLI, fit_command
 from lightning_hpo.launch.config import (
     Config,
     apply_overrides,
@@ -249,10 +249,7 @@ def _best_config(cfg: Config, study: optuna.Study) -> str:
         number, path = write_best_config(study, cfg.study_dir / "best_config.yaml")
     except ConfigError as error:
         return f"No best_config.yaml: {error.message}"
-    entry = cfg.cli.entry if cfg.cli is not None else DEFAULT_CLI
-    module = entry.partition(":")[0]
-    command = (f"python {module.replace('.', '/')}.py fit" if entry != DEFAULT_CLI
-               else "your CLI's fit")
+    command = fit_command(cfg.cli.entry if cfg.cli is not None else DEFAULT_CLI)
     return (f"Best trial's config: {path} (trial {number}; {command} --config "
             f"{shlex.quote(str(path))} retrains it)")
 
