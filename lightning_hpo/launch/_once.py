@@ -20,6 +20,8 @@ import re
 import warnings
 from typing import TextIO
 
+from lightning_hpo.launch._quiet import SRUN_HINT
+
 __all__ = ["SaidOnce", "message_key", "say_once"]
 
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s'\"`:,()\[\]]+)+")
@@ -98,7 +100,7 @@ def say_once() -> SaidOnce:
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
     # A worker is not a SLURM task on purpose (launch.slurm): Lightning's hint to start it with
     # srun, given where srun exists, is wrong here.
-    warnings.filterwarnings("ignore", message=r"The `srun` command is available on your system")
+    warnings.filterwarnings("ignore", message=SRUN_HINT)
     shown = warnings.showwarning
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
