@@ -484,6 +484,15 @@ def test_check_says_once_that_the_projects_trainer_devices_is_replaced(
         pytest.param({"config": ["."]}, "config", "a folder, not a file", id="folder-as-config"),
         pytest.param({"cli": "main:nope"}, "cli", "nope", id="bad-cli"),
         pytest.param({"trainer": {"devices": 2}}, "trainer.devices", "", id="owned-trainer"),
+        # Values the CLI and Trainer(...) take and only fit refuses (or misreads).
+        pytest.param({"trainer": {"accumulate_grad_batches": 0}},
+                     "trainer.accumulate_grad_batches", "is 0, but must be an integer >= 1",
+                     id="inline-fit-value"),
+        pytest.param({"space": {"model.hidden_dim": {"randint": [16, 64]},
+                                "trainer.accumulate_grad_batches": {"randint": [0, 4]}}},
+                     "space.trainer.accumulate_grad_batches",
+                     "the low end 0 is refused: Lightning's fit takes an integer >= 1",
+                     id="searched-fit-value"),
     ],
 )
 def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(
@@ -519,6 +528,75 @@ def test_check_names_the_project_file_its_parser_refuses(
     assert line.startswith("error: config: the CLI's parser refused config.yaml + extra.yaml: ")
     assert words in line, line
     _nothing_written(here)
+
+
+def test_check_names_the_project_config_that_fit_would_refuse(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A gradient clip the Trainer takes and that flips every gradient (clip_grad_norm_ to a
+    negative norm), in the project's own file: ``config`` is named, with what is allowed."""
+    (here / "extra.yaml").write_text("trainer:\n  gradient_clip_val: -1.0\n", encoding="utf-8")
+    tune = _tune_variant(here, "tune_extra.yaml", config=["config.yaml", "extra.yaml"])
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 2, out + err
+    (line,) = err.strip().splitlines()
+    assert line == ("error: config: trainer.gradient_clip_val is -1.0 in the project's config, "
+                    "but Lightning's fit takes a number >= 0, or null (no clipping)"), line
+    _nothing_written(here)
+
+
+_NO_OPTIMIZER_PROJECT = """
+from torch import nn
+import lightning.pytorch as L
+from lightning.pytorch.cli import LightningCLI
+from lightning_hpo.data import DigitsDataModule
+
+
+class Net(L.LightningModule):
+    def __init__(self, hidden: int = 32):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, hidden), nn.Linear(hidden, 10))
+
+    def training_step(self, batch, index):
+        return nn.functional.cross_entropy(self.net(batch[0]), batch[1])
+
+    def validation_step(self, batch, index):
+        self.log("val_loss", nn.functional.cross_entropy(self.net(batch[0]), batch[1]))
+
+
+def cli_main(args=None):
+    return LightningCLI(Net, DigitsDataModule, args=args)
+"""
+
+
+@pytest.mark.parametrize("optimizer", [None, "torch.optim.Adam"])
+def test_check_refuses_a_model_without_optimizers_unless_the_config_gives_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    optimizer: str | None,
+) -> None:
+    """Lightning's fit refuses a model without ``configure_optimizers`` (every trial failed);
+    the CLI's ``optimizer:`` gives it one. ``--check`` used to say OK either way."""
+    (tmp_path / "noopt_main.py").write_text(_NO_OPTIMIZER_PROJECT, encoding="utf-8")
+    tune = {"study": "noopt", "cli": "noopt_main:cli_main", "metric": "val_loss",
+            "space": {"model.hidden": {"randint": [8, 64]}},
+            "pruner": {"name": "asha", "max_resource": 2}, "stop": {"n_trials": 2}}
+    if optimizer is not None:
+        tune["optimizer"] = optimizer
+    _write_yaml(tmp_path / "tune.yaml", tune)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        code, out, err = _check("tune.yaml", capsys=capsys)
+    finally:
+        sys.modules.pop("noopt_main", None)
+    if optimizer is None:
+        assert code == 2, out + err
+        assert err.strip() == (
+            "error: config: the model Net has no configure_optimizers() and the config gives "
+            "no optimizer: (e.g. optimizer: torch.optim.Adam); Lightning's fit needs one")
+    else:
+        assert code == 0 and "config OK" in out, out + err
+    _nothing_written(tmp_path)
 
 
 def test_check_names_the_project_config_its_classes_refuse(

@@ -923,13 +923,21 @@ def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
 def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
     """Each ``trainer.*`` value as Lightning's Trainer takes it (``precision: bogus``,
     ``limit_train_batches: -2``): a Trainer is built on the CPU with each one alone, so that
-    the refusal names its key; a value only a GPU takes is let through."""
+    the refusal names its key; a value only a GPU takes is let through. Values the Trainer
+    takes and only ``fit`` refuses, or never does, first (:mod:`~lightning_hpo.launch.
+    trainer_values`)."""
     import tempfile
     import warnings
 
     from lightning.pytorch import Trainer
 
     from lightning_hpo.launch._quiet import quiet_lightning
+    from lightning_hpo.launch.trainer_values import fit_refusal
+
+    for key, value in trainer.items():
+        allowed = fit_refusal(key, value)
+        if allowed is not None:
+            raise ConfigError(f"trainer.{key}", f"is {value!r}, but must be {allowed}")
 
     quiet = {"accelerator": "cpu", "devices": 1, "logger": False, "enable_checkpointing": False,
              "enable_progress_bar": False, "enable_model_summary": False}

@@ -47,6 +47,7 @@ from lightning.pytorch import Callback, LightningDataModule, LightningModule, Tr
 from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.loggers import Logger
+from lightning.pytorch.utilities.model_helpers import is_overridden
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch._quiet import quiet_lightning
@@ -57,6 +58,7 @@ from lightning_hpo.launch.cli_spec import (
     flatten,
     format_value,
 )
+from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal
 
 __all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
 
@@ -368,8 +370,17 @@ def _on_cpu(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> Any:
 
 
 def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
-    """Build a trial on one CPU (no launcher callbacks) and its optimizers; raise what fails."""
-    _on_cpu(spec, values, trial_dir).model.configure_optimizers()
+    """Build a trial on one CPU (no launcher callbacks) and its optimizers; raise what fails,
+    and what Lightning's ``fit`` would refuse in the model: no ``training_step``, or no
+    ``configure_optimizers`` where the config gives no ``optimizer:`` either."""
+    model = _on_cpu(spec, values, trial_dir).model
+    for hook, hint in (("training_step", ""),
+                       ("configure_optimizers", " and the config gives no optimizer: (e.g. "
+                        "optimizer: torch.optim.Adam)")):
+        if not is_overridden(hook, model):
+            raise ConfigError("config", f"the model {type(model).__name__} has no {hook}()"
+                              f"{hint}; Lightning's fit needs one")
+    model.configure_optimizers()
 
 
 def warm_data(spec: CliSpec, space: Mapping[str, Any], scratch: Path) -> Any:
@@ -447,7 +458,35 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
                                   f"refused: {type(error).__name__}: {error}") from None
     handed = _hand_over(spec.entry, cli_args(spec, middle), adjust=None, trainer_args=None,
                         parse_only=True, seed=None)
+    _check_fit_values(spec, handed.cli.config["fit.trainer"], ends)
     return owned_lines(handed.cli.config["fit.trainer"], max_epochs)
+
+
+def _check_fit_values(spec: CliSpec, trainer: Any, ends: Mapping[str, tuple[Any, Any, Any]],
+                      ) -> None:
+    """The Trainer values the project's CLI takes and Lightning's ``fit`` refuses or misreads
+    (:func:`~lightning_hpo.launch.trainer_values.fit_refusal`): a searched one by its range's
+    ends, one the tune config sets inline by its ``trainer.<key>``, else the project's files
+    (``config``)."""
+    inline = spec.sections.get("trainer") or {}
+    for key in ALLOWED:
+        name = f"trainer.{key}"
+        if name in ends:
+            for end, label in ((0, "low"), (2, "high")):
+                allowed = fit_refusal(key, ends[name][end])
+                if allowed is not None:
+                    raise ConfigError(f"space.{name}", f"the {label} end "
+                                      f"{format_value(ends[name][end])} is refused: Lightning's "
+                                      f"fit takes {allowed}")
+            continue
+        value = trainer.get(key) if hasattr(trainer, "get") else None
+        allowed = fit_refusal(key, value)
+        if allowed is None:
+            continue
+        if key in inline:
+            raise ConfigError(name, f"is {value!r}, but must be {allowed}")
+        raise ConfigError("config", f"{name} is {value!r} in the project's config, but "
+                          f"Lightning's fit takes {allowed}")
 
 
 def _known_keys(spec: CliSpec, name: str, middle: Mapping[str, Any], most: int = 24) -> str:

@@ -1,0 +1,73 @@
+"""Trainer values Lightning's ``Trainer(...)`` takes and only ``fit`` refuses, or never does.
+
+The launcher checks a config's ``trainer.*`` values by building a Trainer with each
+(:func:`~lightning_hpo.launch.config.check_against_registry`), and a LightningCLI project's by
+building its trial (:mod:`~lightning_hpo.launch.project`). Some values pass both and fail every
+trial once it trains (``accumulate_grad_batches: 0``), or train wrongly without a word
+(``gradient_clip_val: -1`` clips to a negative norm, which flips every gradient; a flag given as
+the string ``"false"`` is true): those are checked here, pure, against :data:`ALLOWED`.
+
+Example::
+
+    >>> fit_refusal("accumulate_grad_batches", 0)
+    'an integer >= 1'
+    >>> fit_refusal("accumulate_grad_batches", 4) is None
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ALLOWED", "fit_refusal"]
+
+
+def _int_at_least(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number_at_least_zero(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _or_none(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or test(v)
+
+
+#: Trainer argument -> (test of a value, what is allowed, in words).
+ALLOWED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "accumulate_grad_batches": (_int_at_least(1), "an integer >= 1"),
+    "gradient_clip_val": (_or_none(_number_at_least_zero), "a number >= 0, or null (no clipping)"),
+    "check_val_every_n_epoch": (_or_none(_int_at_least(1)),
+                                "an integer >= 1, or null (validate by val_check_interval)"),
+    "num_sanity_val_steps": (_or_none(_int_at_least(-1)), "an integer >= -1 (-1: every batch)"),
+    "deterministic": (lambda v: v is None or isinstance(v, bool) or v == "warn",
+                      "true, false, 'warn' or null"),
+    "detect_anomaly": (_flag, "true or false"),
+    "inference_mode": (_flag, "true or false"),
+    "sync_batchnorm": (_flag, "true or false"),
+    "use_distributed_sampler": (_flag, "true or false"),
+}
+
+
+def fit_refusal(key: str, value: Any) -> str | None:
+    """What :data:`ALLOWED` allows for Trainer argument ``key`` when ``value`` is not it; None
+    when it is, or when ``key`` is not one checked here.
+
+    Example::
+
+        >>> fit_refusal("gradient_clip_val", -1), fit_refusal("precision", "bogus")
+        ('a number >= 0, or null (no clipping)', None)
+    """
+    rule = ALLOWED.get(key)
+    if rule is None:
+        return None
+    test, words = rule
+    return None if test(value) else words

@@ -1,0 +1,54 @@
+"""``lightning_hpo.launch.trainer_values``: the Trainer values Lightning's constructor takes and
+only ``fit`` refuses or misreads, checked pure, key by key. Through a config: test_bad_input.py
+(the registry's ``trainer:``), test_lightning_cli.py (a project's files, inline and searched)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal
+
+GOOD: dict[str, list[Any]] = {
+    "accumulate_grad_batches": [1, 2, 64],
+    "gradient_clip_val": [None, 0, 0.0, 0.5, 5],
+    "check_val_every_n_epoch": [None, 1, 3],
+    "num_sanity_val_steps": [None, -1, 0, 2],
+    "deterministic": [None, True, False, "warn"],
+    "detect_anomaly": [True, False],
+    "inference_mode": [True, False],
+    "sync_batchnorm": [True, False],
+    "use_distributed_sampler": [True, False],
+}
+BAD: dict[str, list[Any]] = {
+    "accumulate_grad_batches": [0, -1, 1.5, 2.0, "2", True, None],
+    "gradient_clip_val": [-1, -0.1, math.nan, math.inf, "1", True],
+    "check_val_every_n_epoch": [0, -1, 1.5, False],
+    "num_sanity_val_steps": [-2, 1.5, "all"],
+    "deterministic": ["bogus", "true", 1],
+    "detect_anomaly": ["false", 0, None],
+    "inference_mode": ["false", "true", 1],
+    "sync_batchnorm": ["yes", None],
+    "use_distributed_sampler": ["false", 0],
+}
+
+
+def test_every_checked_key_has_good_and_bad_values_here() -> None:
+    assert set(GOOD) == set(BAD) == set(ALLOWED)
+
+
+@pytest.mark.parametrize(("key", "value"), [(k, v) for k, vs in GOOD.items() for v in vs])
+def test_allowed_values_pass(key: str, value: Any) -> None:
+    assert fit_refusal(key, value) is None
+
+
+@pytest.mark.parametrize(("key", "value"), [(k, v) for k, vs in BAD.items() for v in vs])
+def test_refused_values_say_what_is_allowed(key: str, value: Any) -> None:
+    assert fit_refusal(key, value) == ALLOWED[key][1]
+
+
+@pytest.mark.parametrize("key", ["precision", "max_epochs", "limit_train_batches", "nope"])
+def test_keys_not_checked_here_pass_whatever_their_value(key: str) -> None:
+    assert fit_refusal(key, "anything") is None
