@@ -90,6 +90,9 @@ class ATTR:
     LOG_DIR = "log_dir"
     CHECKPOINT = "checkpoint"  # the trial's best checkpoint file
     SEED = "seed"
+    # A LightningCLI project's trial: "fit", or "" where its CLI is made with run=False; what
+    # the retrain command of its config.yaml says after the script (``python main.py fit``)
+    CLI_SUBCOMMAND = "cli_subcommand"
     FAIL_REASON = "fail_reason"  # why a FAIL trial failed
     STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
     PRUNED_AT_EPOCH = "pruned_at_epoch"  # the epoch at which the pruner (or a schedule) stopped it

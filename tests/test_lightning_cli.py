@@ -661,6 +661,57 @@ def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
     assert built.seed == 3 and built.trainer.max_epochs == 1
 
 
+_RUN_FALSE_PROJECT = """
+import lightning.pytorch as L
+from lightning.pytorch.cli import LightningCLI
+
+
+def main(args=None):
+    cli = LightningCLI(args=args, run=False, save_config_callback=None)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+    return cli
+"""
+
+
+@pytest.mark.parametrize("run", [True, False])
+def test_a_run_false_clis_config_retrains_without_a_subcommand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: bool,
+) -> None:
+    """A project that makes its CLI with ``run=False`` and calls ``fit`` itself retrains with
+    ``python main.py --config ...``: its parser takes no ``ckpt_path`` or ``weights_only``
+    (``fit``'s own arguments), which the trial's config.yaml held, and no ``fit``."""
+    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.project import build_trial
+
+    text = _RUN_FALSE_PROJECT if not run else _RUN_FALSE_PROJECT.replace(
+        "run=False", "run=True").replace("    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n", "")
+    (tmp_path / "rf_main.py").write_text(text, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = CliSpec(entry="rf_main:main", sections={
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "trainer": {"limit_train_batches": 2, "limit_val_batches": 1,
+                    "enable_progress_bar": False, "logger": False}})
+    try:
+        built = build_trial(spec, {"model.init_args.lr": 0.1}, trainer_args={
+            "accelerator": "cpu", "devices": 1, "max_epochs": 1,
+            "default_root_dir": str(tmp_path)},
+            callbacks=[], loggers=[], trial_dir=tmp_path, seed=3, max_epochs=1)
+        written = yaml.safe_load(built.config_text)
+        assert built.subcommand == ("fit" if run else "")
+        assert ("ckpt_path" in written) is run and ("weights_only" in written) is run
+        assert written["model"]["init_args"]["lr"] == 0.1  # the model's section is kept
+        if not run:  # the project's own parser takes the file, and fit runs
+            config = tmp_path / "config.yaml"
+            config.write_text(built.config_text, encoding="utf-8")
+            import rf_main
+
+            cli = rf_main.main(["--config", str(config)])
+            assert cli.trainer.current_epoch == 1 and cli.model.hparams.lr == 0.1
+    finally:
+        sys.modules.pop("rf_main", None)
+
+
 @pytest.mark.slow
 def test_a_projects_own_checkpoint_on_the_metric_progress_bar_and_written_out_seed(
     project: Path,

@@ -104,7 +104,8 @@ def is_cli_config(raw: Mapping[str, Any]) -> bool:
                for key in ("model", "data"))
 
 
-def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | None = None) -> str:
+def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | None = None,
+                subcommand: str = "fit") -> str:
     """The command that runs the project of ``entry`` (``"module:name"``) as its own script, for
     the line that says how to retrain a trial: ``python main.py fit`` where ``main.py`` is in
     ``cwd``, ``python PATH/main.py fit`` where the module was found elsewhere on ``search`` (the
@@ -127,12 +128,15 @@ def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | Non
         'python -m proj.train fit'
         >>> fit_command(DEFAULT_CLI)
         "your CLI's fit"
+        >>> fit_command("proj.train:cli", [str(folder)], cwd=folder, subcommand="")
+        'python -m proj.train'
     """
     module = entry.partition(":")[0]
+    after = f" {subcommand}" if subcommand else ""
     if entry == DEFAULT_CLI:
         return "your CLI's fit"
     if "." in module:
-        return f"python -m {module} fit"
+        return f"python -m {module}{after}"
     cwd = Path.cwd() if cwd is None else cwd
     places = [str(cwd) if place in ("", ".") else place
               for place in (sys.path if search is None else search)]
@@ -142,7 +146,8 @@ def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | Non
         spec = None
     origin = getattr(spec, "origin", None)
     if not isinstance(origin, str) or not origin.endswith(".py"):
-        return f"python {module}.py fit" if (cwd / f"{module}.py").is_file() else "your CLI's fit"
+        return (f"python {module}.py{after}" if (cwd / f"{module}.py").is_file()
+                else "your CLI's fit")
     script = Path(origin)
     try:
         shown = os.path.relpath(script, cwd)
@@ -150,7 +155,7 @@ def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | Non
         shown = str(script)
     if shown.startswith(".."):
         shown = str(script)
-    return f"python {shlex.quote(shown)} fit"
+    return f"python {shlex.quote(shown)}{after}"
 
 
 def _entry(value: Any) -> str:

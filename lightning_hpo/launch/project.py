@@ -19,7 +19,8 @@ and ``lr_scheduler:``, callbacks and loggers), with five differences the launche
 * the CLI's save-config callback is off: the worker writes the trial's ``config.yaml``
   (:attr:`Built.config_text`, the CLI's own dump of the ``fit`` config, with the trial's
   values and seed and ``trainer.max_epochs`` the study's) so that ``python main.py fit
-  --config runs/<study>/trial_NNNNN/config.yaml`` retrains it;
+  --config runs/<study>/trial_NNNNN/config.yaml`` retrains it (a CLI the project makes with
+  ``run=False`` takes no ``fit``: its config is written without ``fit``'s own arguments);
 * ``seed_everything`` left at Lightning's default (``true``, a random seed; also when the
   config writes ``true`` out) is the launcher's seed for the trial (``seed + trial number``); a
   seed the project sets is used as it is;
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from lightning.pytorch import Callback, LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningCLI
@@ -87,6 +89,8 @@ class Built:
     trainer: Trainer
     config_text: str
     seed: int | None
+    #: ``"fit"``, or ``""`` where the project's CLI is made with ``run=False`` (no subcommand).
+    subcommand: str = "fit"
 
 
 def _entry_point(entry: str) -> Any:
@@ -125,6 +129,8 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
         kwargs = dict(bound.arguments)
         kwargs.pop("self")
         cls = type(self)
+        # run=False: the project parses without a subcommand (python main.py --config ...)
+        self._lightning_hpo_subcommand = "fit" if kwargs.get("run", True) else ""  # type: ignore[attr-defined]
         kwargs.update(args=args, run=True, save_config_callback=None)
         parser_kwargs = dict(kwargs.get("parser_kwargs") or {})
         parser_kwargs["exit_on_error"] = False
@@ -244,11 +250,26 @@ def _cap_loader_workers(cli: LightningCLI, cores: int) -> None:
 
 
 def _dump(cli: LightningCLI, max_epochs: int) -> str:
-    """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs``."""
+    """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs``; without
+    ``Trainer.fit``'s own arguments (``ckpt_path``, ``weights_only``) for a CLI made with
+    ``run=False``, whose parser has no such keys."""
     config = copy.deepcopy(cli.config["fit"])
     config["trainer.max_epochs"] = max_epochs
     parser = cli._subcommand_parsers["fit"]
-    return str(parser.dump(config, skip_none=False))
+    text = str(parser.dump(config, skip_none=False))
+    if _subcommand_of(cli):
+        return text
+    loaded = yaml.safe_load(text)
+    given = LightningCLI.subcommands()["fit"]  # the model and data the CLI passes itself
+    for name in set(inspect.signature(Trainer.fit).parameters) - set(given) - {"self"}:
+        loaded.pop(name, None)
+    return str(yaml.safe_dump(loaded, sort_keys=False))
+
+
+def _subcommand_of(cli: LightningCLI) -> str:
+    """``"fit"``, or ``""`` for a CLI the project makes with ``run=False`` (it then calls
+    ``cli.trainer.fit`` itself, and retrains with ``python main.py --config ...``)."""
+    return str(getattr(cli, "_lightning_hpo_subcommand", "fit"))
 
 
 def build_trial(
@@ -324,7 +345,7 @@ def build_trial(
     cli = handed.cli
     ran = cli.config["fit.seed_everything"]
     return Built(cli.model, cli.datamodule, cli.trainer, dumped[0],
-                 None if ran is False else int(ran))
+                 None if ran is False else int(ran), _subcommand_of(cli))
 
 
 _KEY = re.compile(r'(?:Parser key "|--)([A-Za-z_][\w.]*)')

@@ -382,6 +382,7 @@ def train(
     )
     callbacks = [_CoreShare(spec.threads), pruning, progress, checkpoint, RandomState(), resume]
     loggers = _loggers(cfg, trial_dir, params, progress, segment)
+    subcommand: str | None = None  # a LightningCLI project's: see ATTR.CLI_SUBCOMMAND
     if cfg.cli is None:
         model_kwargs, data_kwargs = _constructor_kwargs(cfg, spec, params)
         L.seed_everything(seed, workers=True, verbose=False)
@@ -398,13 +399,17 @@ def train(
                             trial_dir=trial_dir, seed=seed, max_epochs=cfg.max_epochs,
                             cores=spec.threads)
         model, data, trainer, seed = built.model, built.datamodule, built.trainer, built.seed
+        subcommand = built.subcommand
         if segment.checkpoint is not None and trainer.is_global_zero:
             _keep_project_csv_logs(trainer.loggers[1:], progress.from_epoch)
         if trainer.is_global_zero:
             # python main.py fit --config trial_NNNNN/config.yaml retrains it
             write_text_whole(trial_dir / CONFIG_NAME, built.config_text)
     if trainer.is_global_zero:
-        set_user_attrs(trial, {ATTR.SEED: seed, ATTR.LOG_DIR: str(trial_dir)})
+        attrs: dict[str, Any] = {ATTR.SEED: seed, ATTR.LOG_DIR: str(trial_dir)}
+        if subcommand is not None:
+            attrs[ATTR.CLI_SUBCOMMAND] = subcommand
+        set_user_attrs(trial, attrs)
     try:
         # Our own resume checkpoints; a CLI-built model's hyperparameters hold the CLI's
         # instantiator (a function), which torch's weights-only loading refuses.
