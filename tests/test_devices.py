@@ -12,8 +12,10 @@ import pytest
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch import devices
 from lightning_hpo.launch.devices import (
+    WORKER_MEMORY,
     DevicesSpec,
     cuda_possible,
+    machine_memory,
     parse_devices,
     plan_slots,
     split_cores,
@@ -161,3 +163,40 @@ def test_no_driver_folder_means_no_gpu_unless_the_driver_is_there(
     assert devices.gpus_without_torch({}, missing) is None
     monkeypatch.setattr(devices.os.path, "exists", lambda path: path == "/dev/dxg")
     assert devices.gpus_without_torch({}, missing) is None  # WSL: only CUDA can count
+
+
+# -- the slots' processes must fit in the machine's memory -------------------------------------
+
+
+@pytest.mark.parametrize(("n_devices", "per_trial", "sharing"),
+                         [(2, 1, 1), (2, 1, 8), (8, 2, 1), (8, 4, 1), (3, 2, 1), (16, 1, 3)])
+def test_a_plan_fits_exactly_at_the_limit_and_not_one_process_beyond(
+    n_devices: int, per_trial: int, sharing: int,
+) -> None:
+    processes = (n_devices // per_trial) * per_trial * sharing
+    exact = processes * WORKER_MEMORY
+    assert len(plan_slots(n_devices, per_trial, sharing, memory=exact)) == (
+        n_devices // per_trial * sharing)
+    with pytest.raises(ConfigError) as info:
+        plan_slots(n_devices, per_trial, sharing, memory=exact - 1)
+    field = "devices.trials_per_device" if sharing > 1 else "devices.count"
+    assert info.value.field == field
+    assert f"{processes} worker processes" in info.value.message
+
+
+def test_the_refusal_names_the_most_that_fit() -> None:
+    with pytest.raises(ConfigError) as info:
+        plan_slots(4, 1, 1000, memory=100 * WORKER_MEMORY)
+    assert str(info.value).endswith("at most 25 here")
+    assert len(plan_slots(4, 1, 25, memory=100 * WORKER_MEMORY)) == 100
+
+
+def test_without_a_memory_figure_nothing_is_checked() -> None:
+    assert len(plan_slots(2, 1, 1000)) == 2000
+
+
+def test_this_machine_s_memory_is_known_on_linux() -> None:
+    memory = machine_memory()
+    assert memory is None or memory > WORKER_MEMORY
+    if sys.platform == "linux":
+        assert memory is not None

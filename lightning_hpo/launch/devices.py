@@ -34,6 +34,8 @@ __all__ = [
     "gpus_without_torch",
     "needs_gpu_count",
     "parse_devices",
+    "WORKER_MEMORY",
+    "machine_memory",
     "plan_slots",
     "threads_per_process",
 ]
@@ -91,12 +93,41 @@ class Slot:
     devices: tuple[int, ...]
 
 
-def plan_slots(n_devices: int, per_trial: int = 1, trials_per_device: int = 1) -> list[Slot]:
+#: Memory one worker process holds of its own once it has imported torch and Lightning (about
+#: 0.8 GiB resident on Linux with the shared libraries; this is a floor): a plan whose processes
+#: need more than the machine has is refused before any of them starts.
+WORKER_MEMORY = 256 << 20
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (POSIX ``sysconf``), None where unknown."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def plan_slots(n_devices: int, per_trial: int = 1, trials_per_device: int = 1,
+               memory: int | None = None) -> list[Slot]:
     """Split ``n_devices`` into slots of ``per_trial`` devices, each device shared by
     ``trials_per_device`` slots. Leftover devices (``n_devices % per_trial``) stay idle.
+    With ``memory`` (bytes, :func:`machine_memory`), the slots' processes (``per_trial`` each)
+    must fit in it at :data:`WORKER_MEMORY` each: ``trials_per_device: 1000`` for 10 started
+    2,000 processes that each import torch.
 
     Raises:
-        ConfigError: when a trial needs more devices than there are.
+        ConfigError: when a trial needs more devices than there are, or the processes more
+            memory (naming ``devices.trials_per_device``, or ``devices.count`` when each device
+            has one slot, and the most that fit).
+
+    Example::
+
+        >>> len(plan_slots(2, trials_per_device=4, memory=8 << 30))
+        8
+        >>> plan_slots(2, trials_per_device=1000, memory=24 << 30)
+        Traceback (most recent call last):
+        ...
+        lightning_hpo.errors.ConfigError: devices.trials_per_device: is 1000: 2000 worker processes, each importing torch and Lightning (at least 256 MiB each), need more than this machine's 24.0 GiB of memory; at most 48 here
     """
     if n_devices < 1:
         raise ConfigError("devices", "no device is available")
@@ -106,6 +137,16 @@ def plan_slots(n_devices: int, per_trial: int = 1, trials_per_device: int = 1) -
         )
     groups = [tuple(range(start, start + per_trial))
               for start in range(0, n_devices - per_trial + 1, per_trial)]
+    processes = len(groups) * per_trial * trials_per_device
+    if memory is not None and processes * WORKER_MEMORY > memory:
+        fit = memory // WORKER_MEMORY
+        field, value, most = (("devices.trials_per_device", trials_per_device,
+                               fit // (len(groups) * per_trial)) if trials_per_device > 1
+                              else ("devices.count", n_devices, fit))
+        raise ConfigError(field, f"is {value}: {processes} worker processes, each importing "
+                          f"torch and Lightning (at least {WORKER_MEMORY >> 20} MiB each), need "
+                          f"more than this machine's {memory / (1 << 30):.1f} GiB of memory; "
+                          f"at most {most} here")
     slots = [group for group in groups for _ in range(trials_per_device)]
     return [Slot(index, devices) for index, devices in enumerate(slots)]
 

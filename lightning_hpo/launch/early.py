@@ -44,6 +44,7 @@ from lightning_hpo.launch.devices import (
     Slot,
     detect_devices,
     gpus_without_torch,
+    machine_memory,
     needs_gpu_count,
     parse_devices,
     plan_slots,
@@ -121,7 +122,8 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
         if gpus is None:  # only torch can count them: the launcher does, then starts them
             return None
         kind, n_devices = detect_devices(devices.accelerator, devices.count, gpus=gpus)
-        slots = plan_slots(n_devices, devices.per_trial, devices.trials_per_device)
+        slots = plan_slots(n_devices, devices.per_trial, devices.trials_per_device,
+                           memory=machine_memory())
     except ConfigError:
         return None
     stop = raw.get("stop")

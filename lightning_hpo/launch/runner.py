@@ -130,10 +130,11 @@ def launch(
         WorkerError: the worker checking the config died before it answered.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    from lightning_hpo.launch.devices import detect_devices, plan_slots
+    from lightning_hpo.launch.devices import detect_devices, machine_memory, plan_slots
 
     kind, n_devices = detect_devices(cfg.devices.accelerator, cfg.devices.count)
-    slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device)
+    slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device,
+                       memory=machine_memory())
     plan = (f"{len(slots)} slot(s) on {n_devices} {kind} device(s), "
             f"{cfg.devices.per_trial} device(s) per trial")
     job = slurm_job()
