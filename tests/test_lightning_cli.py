@@ -683,8 +683,9 @@ def test_a_run_false_clis_config_retrains_without_a_subcommand(
     from lightning_hpo.launch.cli_spec import CliSpec
     from lightning_hpo.launch.project import build_trial
 
-    text = _RUN_FALSE_PROJECT if not run else _RUN_FALSE_PROJECT.replace(
-        "run=False", "run=True").replace("    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n", "")
+    fit_line = "    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n"
+    text = (_RUN_FALSE_PROJECT if not run else
+            _RUN_FALSE_PROJECT.replace("run=False", "run=True").replace(fit_line, ""))
     (tmp_path / "rf_main.py").write_text(text, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = CliSpec(entry="rf_main:main", sections={

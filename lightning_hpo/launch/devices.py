@@ -124,10 +124,11 @@ def plan_slots(n_devices: int, per_trial: int = 1, trials_per_device: int = 1,
 
         >>> len(plan_slots(2, trials_per_device=4, memory=8 << 30))
         8
-        >>> plan_slots(2, trials_per_device=1000, memory=24 << 30)
-        Traceback (most recent call last):
-        ...
-        lightning_hpo.errors.ConfigError: devices.trials_per_device: is 1000: 2000 worker processes, each importing torch and Lightning (at least 256 MiB each), need more than this machine's 24.0 GiB of memory; at most 48 here
+        >>> try:
+        ...     plan_slots(2, trials_per_device=1000, memory=24 << 30)
+        ... except ConfigError as error:
+        ...     print(error.field, "|", error.message.split(";")[1])
+        devices.trials_per_device |  at most 48 here
     """
     if n_devices < 1:
         raise ConfigError("devices", "no device is available")

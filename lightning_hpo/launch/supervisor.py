@@ -63,6 +63,8 @@ from lightning_hpo.launch.protocol import (
 from lightning_hpo.launch.spawn import spawn_worker
 from lightning_hpo.launch.trials import close_segment_of, crashed, hand_back_owned, interrupt
 from lightning_hpo.schema import ATTR, Segment, device_label, is_paused
+from lightning_hpo.storage import StorageSpec
+from lightning_hpo.storage._journal_lock import break_lock_of
 
 __all__ = ["Supervisor", "TrialRow", "WorkerError"]
 
@@ -163,6 +165,9 @@ class Supervisor:
         self._held = False  # workers started by start_held(), waiting for GO_LINE
         self._made_logs: Path | None = None  # the top folder start_held() made for the logs
         self._check_answer: list[str] | ConfigError | None = None
+        spec = StorageSpec(cfg.storage)
+        #: a journal file: the lock a killed worker held is released when it is reaped
+        self._journal: Path | None = spec.path if spec.kind == "journal" else None
 
     # -- an early start: workers import torch while the launcher creates the study ---------
     def start_held(self, check: bool) -> None:
@@ -402,6 +407,9 @@ class Supervisor:
                     self._start(worker.slot, worker.generation + 1)
                 continue
             reason = f"worker for slot {index} (pid {worker.process.pid}) {_how_it_ended(code)}"
+            if self._journal is not None and break_lock_of(self._journal, worker.process.pid):
+                # killed while it appended: every writer, this one first, would wait 30 s
+                _logger.warning("%s while it held the journal's lock; released it", reason)
             if worker.trial is not None:
                 self._crashed(worker, reason)
             # and any trial it claimed before it could tell (owner token written, no event)

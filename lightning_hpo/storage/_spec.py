@@ -16,9 +16,10 @@ from typing import BinaryIO, Literal
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage
-from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
+from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.storage._journal_lock import OwnedJournalLock, break_abandoned_lock
 from lightning_hpo.storage._proxy_client import (
     PROXY_OPTIONS,
     TOKEN_ENV,
@@ -500,9 +501,14 @@ def _open_journal(path: Path, spec: str, *, writer: bool = False) -> JournalStor
     if path.exists():
         _check_first_record(path, spec)
         if writer:
+            dead = break_abandoned_lock(path)
+            if dead is not None:
+                _logger.warning("%s was locked by process %d of this machine, which no longer "
+                                "runs (killed while it appended); released the lock",
+                                mask(spec), dead)
             _cut_partial_tail(path, spec)
     try:
-        return JournalStorage(JournalFileBackend(str(path)))
+        return JournalStorage(JournalFileBackend(str(path), lock_obj=OwnedJournalLock(str(path))))
     except ValueError as error:  # a line that does not parse, or a last line cut short
         reason = " ".join(str(error).split())[:200]
         raise ConfigError(
@@ -522,7 +528,7 @@ def _cut_partial_tail(path: Path, spec: str) -> Path | None:
     """
     if not _ends_cut_short(path):
         return None
-    lock = JournalFileSymlinkLock(str(path))
+    lock = OwnedJournalLock(str(path))
     lock.acquire()
     try:
         if not _ends_cut_short(path):
