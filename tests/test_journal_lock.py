@@ -170,9 +170,14 @@ def test_opening_the_journal_to_write_releases_an_abandoned_lock(
 # -- the launcher -------------------------------------------------------------------------------
 
 _DIE_HOLDING = """
-import os, signal, sys
+import atexit, os, shutil, signal, sys, tempfile
 if "lightning_hpo.launch.worker" in " ".join(getattr(sys, "orig_argv", [])):
+    from lightning_hpo._scratch import scratch_prefix
     from lightning_hpo.storage import _journal_lock
+
+    # a temporary folder, as a worker makes to check a config or for its DDP ranks' mailbox
+    folder = tempfile.mkdtemp(prefix=scratch_prefix("mailbox"))
+    atexit.register(shutil.rmtree, folder, True)
 
     taken, acquire = [0], _journal_lock.OwnedJournalLock.acquire
 
@@ -197,7 +202,8 @@ def test_a_worker_killed_while_it_holds_the_lock_does_not_stall_the_run(
 ) -> None:
     """A worker SIGKILLed just after taking the journal's lock, mid-trial: the launcher
     releases the lock as it reaps it, hands its trial back and the run ends without Optuna's
-    grace period (no "Forcibly releasing" anywhere)."""
+    grace period (no "Forcibly releasing" anywhere); the temporary folder the killed worker
+    made is removed too (the others' remove their own as they exit)."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(textwrap.dedent(_DIE_HOLDING))
@@ -205,8 +211,12 @@ def test_a_worker_killed_while_it_holds_the_lock_does_not_stall_the_run(
         filter(None, [str(site), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("DIE_AT_ACQUIRE", "4")
     monkeypatch.setenv("DIE_MARKER", str(tmp_path / "died"))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     config = config_file(tmp_path, stop={"n_trials": 3})
     result = launch(str(config), "--quiet", cwd=tmp_path, timeout=300)
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("lightning-hpo-")] == []
     logs = "".join(p.read_text() for p in (tmp_path / "runs" / "t" / "workers").glob("*.log"))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert (tmp_path / "died").exists()

@@ -39,6 +39,8 @@ import tempfile
 import time
 from typing import Any
 
+from lightning_hpo._scratch import scratch_prefix
+
 __all__ = ["ERROR_ACK_S", "TRIAL_ENV", "FollowerChannel", "LeaderChannel", "LeaderError"]
 
 _logger = logging.getLogger(__name__)
@@ -144,7 +146,7 @@ def _host_mailbox() -> _Mailbox:
     """
     from torch.distributed import FileStore
 
-    folder = tempfile.mkdtemp(prefix="lightning_hpo_ddp_")  # mode 0700
+    folder = tempfile.mkdtemp(prefix=scratch_prefix("ddp"))  # mode 0700
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     path = os.path.join(folder, "mailbox")
     return _Mailbox(FileStore(path, -1), path)

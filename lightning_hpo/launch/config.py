@@ -855,9 +855,10 @@ def check_against_registry(cfg: Config) -> list[str]:
     if cfg.cli is not None:
         import tempfile
 
+        from lightning_hpo._scratch import scratch_prefix
         from lightning_hpo.launch.project import check_cli
 
-        with tempfile.TemporaryDirectory(prefix="lightning-hpo-check-") as scratch:
+        with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as scratch:
             return check_cli(cfg.cli, cfg.space, Path(scratch), cfg.max_epochs)
     _check_trainer_arguments(cfg.trainer)
     from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
@@ -931,6 +932,7 @@ def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
 
     from lightning.pytorch import Trainer
 
+    from lightning_hpo._scratch import scratch_prefix
     from lightning_hpo.launch._quiet import quiet_lightning
     from lightning_hpo.launch.trainer_values import fit_refusal
 
@@ -941,7 +943,7 @@ def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
 
     quiet = {"accelerator": "cpu", "devices": 1, "logger": False, "enable_checkpointing": False,
              "enable_progress_bar": False, "enable_model_summary": False}
-    with tempfile.TemporaryDirectory(prefix="lightning-hpo-check-") as scratch, \
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as scratch, \
             warnings.catch_warnings(), quiet_lightning():
         warnings.simplefilter("ignore")
         for key, value in trainer.items():

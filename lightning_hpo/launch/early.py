@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lightning_hpo._scratch import remove_scratch_of
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config_file import run_dir_of, study_name
 from lightning_hpo.launch.devices import (
@@ -101,6 +102,7 @@ class EarlyWorkers:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)
             worker.process.wait()
+            remove_scratch_of(worker.process.pid)  # killed while it checked the config
             worker.reader.close()
             with contextlib.suppress(OSError):
                 os.close(worker.control)

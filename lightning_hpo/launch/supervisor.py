@@ -48,6 +48,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from lightning_hpo._scratch import remove_scratch_of
 from lightning_hpo.errors import ConfigError, WorkerError
 from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process
@@ -238,6 +239,8 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)
             worker.process.wait()
+            self._clean_after(worker, f"worker for slot {worker.slot.index} (pid "
+                              f"{worker.process.pid}) was stopped")
             self._forget(worker)
         self._held = False
         if self._made_logs is not None and not keep_logs:
@@ -407,9 +410,7 @@ class Supervisor:
                     self._start(worker.slot, worker.generation + 1)
                 continue
             reason = f"worker for slot {index} (pid {worker.process.pid}) {_how_it_ended(code)}"
-            if self._journal is not None and break_lock_of(self._journal, worker.process.pid):
-                # killed while it appended: every writer, this one first, would wait 30 s
-                _logger.warning("%s while it held the journal's lock; released it", reason)
+            self._clean_after(worker, reason)
             if worker.trial is not None:
                 self._crashed(worker, reason)
             # and any trial it claimed before it could tell (owner token written, no event)
@@ -425,6 +426,15 @@ class Supervisor:
             _logger.warning("%s; restarting the slot", reason)
             self._workers[index] = worker  # carry the death count into the restart
             self._start(worker.slot, worker.generation + 1)
+
+    def _clean_after(self, worker: _Worker, reason: str) -> None:
+        """What a worker that did not exit on its own may have left: the journal's lock, when
+        it was killed while it appended (every writer, this supervisor first, would wait
+        Optuna's 30-s grace period), and its temporary folders."""
+        pid = worker.process.pid
+        if self._journal is not None and break_lock_of(self._journal, pid):
+            _logger.warning("%s while it held the journal's lock; released it", reason)
+        remove_scratch_of(pid)
 
     def _forget(self, worker: _Worker) -> None:
         """Close a finished worker's pipes and drop it from the running workers."""
@@ -525,6 +535,8 @@ class Supervisor:
             worker.process.wait()
             self._read(worker)
             self._forget(worker)
+            self._clean_after(worker, f"worker for slot {worker.slot.index} (pid "
+                              f"{worker.process.pid}) was killed after {GRACE_SECONDS:g} s")
             if worker.trial is not None:
                 killed = f"its worker did not stop within {GRACE_SECONDS:g} s and was killed"
                 self._end_unfinished(worker.trial, killed)

@@ -57,6 +57,7 @@ from lightning.pytorch.plugins import TorchCheckpointIO
 from optuna.trial import TrialState
 
 from lightning_hpo._optuna import backend_of, set_user_attrs, storage_of, trial_id_of
+from lightning_hpo._scratch import scratch_prefix
 from lightning_hpo.callbacks import PruningCallback
 from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, ResumeCheckpoint
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
@@ -908,7 +909,7 @@ def _warm_up(cfg: Config) -> None:
         else:
             from lightning_hpo.launch.project import warm_data
 
-            with tempfile.TemporaryDirectory(prefix="lightning-hpo-warm-") as scratch:
+            with tempfile.TemporaryDirectory(prefix=scratch_prefix("warm")) as scratch:
                 data = warm_data(cfg.cli, cfg.space, Path(scratch))
         if isinstance(data, TensorDataModule):
             data.prefetch()
