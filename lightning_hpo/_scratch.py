@@ -11,9 +11,11 @@ worker's pid in the name, the launcher removes them when it reaps the worker
 Example::
 
     >>> import tempfile
-    >>> folder = tempfile.mkdtemp(prefix=scratch_prefix("check"))
-    >>> [p == Path(folder) for p in remove_scratch_of(os.getpid())]
+    >>> root = tempfile.mkdtemp()
+    >>> folder = tempfile.mkdtemp(prefix=scratch_prefix("check"), dir=root)
+    >>> [p == Path(folder) for p in remove_scratch_of(os.getpid(), root=root)]
     [True]
+    >>> os.rmdir(root)
 """
 
 from __future__ import annotations
