@@ -130,6 +130,7 @@ def fit_command(entry: str, search: Sequence[str] | None = None, cwd: Path | Non
         "your CLI's fit"
         >>> fit_command("proj.train:cli", [str(folder)], cwd=folder, subcommand="")
         'python -m proj.train'
+        >>> import shutil; shutil.rmtree(folder)
     """
     module = entry.partition(":")[0]
     after = f" {subcommand}" if subcommand else ""
