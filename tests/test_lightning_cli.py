@@ -702,7 +702,8 @@ def test_a_run_false_clis_config_retrains_without_a_subcommand(
         assert built.subcommand == ("fit" if run else "")
         assert ("ckpt_path" in written) is run and ("weights_only" in written) is run
         assert written["model"]["init_args"]["lr"] == 0.1  # the model's section is kept
-        if not run:  # the project's own parser takes the file, and fit runs
+        if not run:  # the project's own parser takes the file, and fit runs (here)
+            monkeypatch.chdir(tmp_path)
             config = tmp_path / "config.yaml"
             config.write_text(built.config_text, encoding="utf-8")
             import rf_main
