@@ -73,9 +73,10 @@ def test_the_holder_writes_who_it_is_and_removes_it_when_it_lets_go(tmp_path: Pa
     journal = _journal(tmp_path)
     lock = OwnedJournalLock(str(journal))
     lock.acquire()
-    host, pid, identity = Path(f"{journal}.lock{OWNER_SUFFIX}").read_text().split()
+    where, pid, identity = Path(f"{journal}.lock{OWNER_SUFFIX}").read_text().split()
     status = os.lstat(f"{journal}.lock")
-    assert (host, int(pid)) == (socket.gethostname(), os.getpid())
+    assert (where, int(pid)) == (f"{socket.gethostname()}/{os.readlink('/proc/self/ns/pid')}",
+                                 os.getpid())
     assert identity == f"{status.st_ino}:{status.st_ctime_ns}"
     lock.release()
     assert not _locked(journal) and not Path(f"{journal}.lock{OWNER_SUFFIX}").exists()
@@ -143,13 +144,27 @@ def test_an_earlier_locks_owner_file_does_not_break_a_later_lock(tmp_path: Path)
         lock.release()
 
 
+def test_a_lock_held_in_another_pid_namespace_is_never_broken(tmp_path: Path) -> None:
+    """Two containers on one host may share a hostname and a mounted journal, not their pids:
+    a holder's pid that does not run here may run there."""
+    journal = _journal(tmp_path)
+    dead = _hold(journal, "owned", "die")
+    owner = Path(f"{journal}.lock{OWNER_SUFFIX}")
+    where, pid, identity = owner.read_text().split()
+    owner.write_text(f"{socket.gethostname()}/pid:[1] {pid} {identity}\n")
+    assert not break_lock_of(journal, dead.pid) and break_abandoned_lock(journal) is None
+    owner.write_text(f"{where} {pid} {identity}\n")  # this namespace's after all: broken
+    assert break_abandoned_lock(journal) == dead.pid
+
+
 @pytest.mark.parametrize("text", ["", "host 12", "host twelve 1:2\n", "h 1 1:2"])
 def test_an_owner_file_that_does_not_read_as_one_breaks_nothing(
     tmp_path: Path, text: str,
 ) -> None:
     journal = _journal(tmp_path)
     dead = _hold(journal, "owned", "die")
-    Path(f"{journal}.lock{OWNER_SUFFIX}").write_text(text.replace("h ", f"{socket.gethostname()} ")
+    where = Path(f"{journal}.lock{OWNER_SUFFIX}").read_text().split()[0]
+    Path(f"{journal}.lock{OWNER_SUFFIX}").write_text(text.replace("h ", f"{where} ")
                                                      .replace(" 1 ", f" {dead.pid} "))
     assert not break_lock_of(journal, dead.pid) and break_abandoned_lock(journal) is None
     assert _locked(journal)

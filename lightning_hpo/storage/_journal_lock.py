@@ -10,8 +10,9 @@ stalled that long, and so did the next run after a crash.
 
 :class:`OwnedJournalLock` is the same lock, taken and released the same way (plain Optuna
 processes on the same file, optuna-dashboard, exclude it and are excluded as before), whose
-holder also writes ``<journal>.lock.owner`` once it holds the lock: its host, its pid and the
-symlink's identity (inode and change time), removed again before it lets go. Then:
+holder also writes ``<journal>.lock.owner`` once it holds the lock: its host and PID namespace
+(two containers may share a hostname), its pid and the symlink's identity (inode and change
+time), removed again before it lets go. Then:
 
 * :func:`break_lock_of` breaks the lock when a process the caller knows is dead holds it (the
   supervisor, on reaping a killed worker);
@@ -45,6 +46,16 @@ __all__ = ["OWNER_SUFFIX", "OwnedJournalLock", "break_abandoned_lock", "break_lo
 OWNER_SUFFIX = ".owner"
 
 
+def _where() -> str:
+    """This host and PID namespace, as one word: two containers on one host may share a
+    hostname (host networking) but not their pids."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]" (Linux)
+    except OSError:
+        namespace = "-"
+    return f"{socket.gethostname()}/{namespace}"
+
+
 def _identity(lock_file: str) -> str | None:
     """The lock symlink's inode and change time (ns), or None when there is no lock."""
     try:
@@ -70,7 +81,7 @@ class OwnedJournalLock(JournalFileSymlinkLock):
             # where it cannot be written, there is no owner: Optuna's grace period applies
             with contextlib.suppress(OSError), open(self._owner_file, "w",
                                                     encoding="utf-8") as owner:
-                owner.write(f"{socket.gethostname()} {os.getpid()} {identity}\n")
+                owner.write(f"{_where()} {os.getpid()} {identity}\n")
         return held
 
     def release(self) -> None:
@@ -80,8 +91,8 @@ class OwnedJournalLock(JournalFileSymlinkLock):
 
 
 def _owner(journal: Path) -> tuple[str, int, str] | None:
-    """(host, pid, lock identity) from the journal's owner file; None when there is none or it
-    does not read as one (a holder killed while writing it)."""
+    """(host and PID namespace, pid, lock identity) from the journal's owner file; None when
+    there is none or it does not read as one (a holder killed while writing it)."""
     try:
         text = Path(f"{journal}.lock{OWNER_SUFFIX}").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -99,7 +110,7 @@ def break_lock_of(journal: str | Path, pid: int) -> bool:
     journal = Path(journal)
     owner = _owner(journal)
     lock_file = f"{journal}.lock"
-    if owner is None or owner[:2] != (socket.gethostname(), pid):
+    if owner is None or owner[:2] != (_where(), pid):
         return False
     if _identity(lock_file) != owner[2]:  # released, or another holder's since
         return False
@@ -117,7 +128,7 @@ def break_abandoned_lock(journal: str | Path) -> int | None:
     (a run killed while it appended); the dead holder's pid, or None (no lock, a live or unknown
     holder, another host's)."""
     owner = _owner(Path(journal))
-    if owner is None or owner[0] != socket.gethostname():
+    if owner is None or owner[0] != _where():  # another machine's, or another container's
         return None
     try:
         os.kill(owner[1], 0)
