@@ -37,8 +37,8 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         The folders it made, deepest first, for :func:`remove_folders` if a later step fails.
 
     Raises:
-        ConfigError: ``run_dir: cannot create ...``, ``storage: cannot write in ...``, or
-            ``storage: ... is the run folder ...`` (a storage file where a folder must go).
+        ConfigError: ``run_dir: cannot create ...`` or ``storage: cannot write in ...``
+            (a storage file where the run folder goes: :func:`check_storage_apart`, first).
 
     Example::
 
@@ -47,7 +47,6 @@ def prepare_folders(cfg: Config, *, write: bool = True) -> list[Path]:
         ['runs/quickstart', 'runs']
     """
     storage_file = StorageSpec(cfg.storage).path
-    check_storage_apart(cfg)
     folders = [(cfg.study_dir, "run_dir")]
     if storage_file is not None:
         folders.append((storage_file.parent, "storage"))

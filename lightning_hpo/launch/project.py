@@ -500,7 +500,9 @@ def _check_fit_values(spec: CliSpec, trainer: Any, ends: Mapping[str, tuple[Any,
                                       f"{format_value(ends[name][end])} is refused: Lightning's "
                                       f"fit takes {allowed}")
             continue
-        value = trainer.get(key) if hasattr(trainer, "get") else None
+        if key not in trainer:  # a CLI without this Trainer argument: nothing to check
+            continue
+        value = trainer.get(key)
         allowed = fit_refusal(key, value)
         if allowed is None:
             continue

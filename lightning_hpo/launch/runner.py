@@ -250,7 +250,8 @@ def _best_config(cfg: Config, study: optuna.Study) -> str:
         number, path = write_best_config(study, cfg.study_dir / "best_config.yaml")
     except ConfigError as error:
         return f"No best_config.yaml: {error.message}"
-    subcommand = study.trials[number].user_attrs.get(ATTR.CLI_SUBCOMMAND, "fit")
+    subcommand = study.get_trials(deepcopy=False)[number].user_attrs.get(ATTR.CLI_SUBCOMMAND,
+                                                                         "fit")
     command = fit_command(cfg.cli.entry if cfg.cli is not None else DEFAULT_CLI,
                           subcommand=subcommand if isinstance(subcommand, str) else "fit")
     return (f"Best trial's config: {path} (trial {number}; {command} --config "

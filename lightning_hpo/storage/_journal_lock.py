@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = ["OWNER_SUFFIX", "OwnedJournalLock", "break_abandoned_lock", "break_lo
 OWNER_SUFFIX = ".owner"
 
 
+@functools.cache
 def _where() -> str:
     """This host and PID namespace, as one word: two containers on one host may share a
     hostname (host networking) but not their pids."""
