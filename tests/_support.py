@@ -127,20 +127,32 @@ def kill_tree(pid: int) -> None:
             os.kill(target, signal.SIGKILL)
 
 
-def _ctrl_c_as_at_a_terminal() -> None:
-    # A command started with & by a shell without job control (a script, `make test &`)
-    # ignores SIGINT and passes that on: the launcher would then ignore the tests' Ctrl-C.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def ctrl_c_reaches_children() -> None:
+    """Make SIGINT caught in this process, so that every program it starts takes Ctrl-C as at a
+    terminal (a caught signal is reset to its default by ``exec``; an ignored one stays ignored).
+
+    A command started with & by a shell without job control (a script, ``make test &``) ignores
+    SIGINT and passes that on: the launcher would then ignore the tests' Ctrl-C. This is done
+    here, in the tests' own process, and not in a ``preexec_fn``: a ``preexec_fn`` makes
+    ``subprocess`` fork the whole test process instead of ``vfork``, and a fork of a process
+    where an earlier test ran gRPC (the proxy's tests) runs gRPC's fork handlers in the child,
+    whose poller thread then aborts the child (SIGABRT, "epoll_wait error: Bad file descriptor")
+    once ``close_fds`` has closed its descriptor, before the launcher ever runs: 102 children of
+    2,000 died so, none without the ``preexec_fn``.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Popen[str]:
     """Start ``python -m lightning_hpo.launch ARGS`` in its own session (stderr merged into
     stdout unless ``capture_stderr``), taking SIGINT as a terminal's Ctrl-C, however the tests
     were started."""
+    ctrl_c_reaches_children()
     return subprocess.Popen(
         [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else subprocess.STDOUT,
-        text=True, start_new_session=True, preexec_fn=_ctrl_c_as_at_a_terminal,
+        text=True, start_new_session=True,
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import random
-import resource
 import shutil
 import signal
 import subprocess
@@ -173,10 +172,15 @@ def test_a_checkpoint_over_the_file_size_limit_fails_its_trial(tmp_path: Path) -
     config = config_file(tmp_path, devices={"accelerator": "cpu", "count": 1},
                          stop={"n_trials": 3})
     limit = 128 * 1024
+    # The limit is set by a small program that then becomes the launcher (exec), not by a
+    # preexec_fn: that would fork the test process (see _support.ctrl_c_reaches_children).
+    limited = ("import os, resource, sys; limit = int(sys.argv[1]); "
+               "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)); "
+               "os.execv(sys.executable, [sys.executable, '-m', 'lightning_hpo.launch', "
+               "*sys.argv[2:]])")
     result = subprocess.run(
-        [sys.executable, "-m", "lightning_hpo.launch", str(config), "--quiet"], cwd=tmp_path,
+        [sys.executable, "-c", limited, str(limit), str(config), "--quiet"], cwd=tmp_path,
         env=env(), capture_output=True, text=True, timeout=420,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)),
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "No trial completed yet." in result.stdout
