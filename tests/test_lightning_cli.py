@@ -38,6 +38,7 @@ from _support import ddp_clean_env, run_job
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo.launch.__main__ import main as launcher_main
+from lightning_hpo.launch.project import owned_lines
 from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import open_storage
 
@@ -461,6 +462,26 @@ def test_check_says_once_that_the_projects_trainer_devices_is_replaced(
     assert len(said) == 1 and "replaced" in said[0], out
     assert "config OK" in out
     _nothing_written(here)
+
+
+@pytest.mark.parametrize(
+    ("trainer", "said"),
+    [
+        ({"enable_progress_bar": False}, []),  # what the launcher sets it to: nothing replaced
+        ({"enable_progress_bar": True}, ["enable_progress_bar=true"]),
+        ({"enable_checkpointing": True, "max_steps": -1, "fast_dev_run": False}, []),
+        ({"enable_checkpointing": False}, ["enable_checkpointing=false"]),
+        ({"max_steps": 100, "min_epochs": 2}, ["max_steps=100", "min_epochs=2"]),
+        ({"devices": 1, "accelerator": "auto"}, ["devices=1"]),  # the slot's, not fixed
+    ],
+    ids=["bar-off", "bar-on", "fixed-as-ours", "checkpointing-off", "steps", "devices"],
+)
+def test_a_trainer_argument_is_said_replaced_only_when_its_value_changes(
+    trainer: dict[str, Any], said: list[str]
+) -> None:
+    lines = owned_lines(trainer)
+    assert [line.split(" ")[0].removeprefix("trainer.") for line in lines] == said, lines
+    assert all("in the project's config is replaced: " in line for line in lines)
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ from lightning.pytorch.utilities.model_helpers import is_overridden
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch._quiet import quiet_lightning
 from lightning_hpo.launch.cli_spec import (
+    FIXED_TRAINER,
     OWNED_TRAINER,
     CliSpec,
     cli_args,
@@ -331,8 +332,7 @@ def build_trial(
         user_callbacks = [c for c in user_callbacks if not isinstance(c, ProgressBar)]
         out = {**trainer_args, "logger": chosen, "callbacks": [*user_callbacks, *callbacks],
                "plugins": [*plugins, *trainer_args.get("plugins", [])],
-               "enable_checkpointing": True, "max_steps": -1, "max_time": None,
-               "min_epochs": None, "fast_dev_run": False, "enable_progress_bar": False}
+               **FIXED_TRAINER}
         for key, quiet in (("enable_model_summary", False), ("num_sanity_val_steps", 0)):
             if made.get(key) is None:
                 out[key] = quiet
@@ -554,7 +554,8 @@ def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
 
 def owned_lines(trainer: Mapping[str, Any], max_epochs: int | None = None) -> list[str]:
     """``trainer.devices=4 in the project's config is replaced: ...``, one line per owned
-    Trainer argument the project's parsed config sets to something but its default, and one
+    Trainer argument the project's parsed config sets to something but its default (and but
+    the launcher's own value, :data:`~lightning_hpo.launch.cli_spec.FIXED_TRAINER`), and one
     for a ``max_epochs`` other than the study's.
 
     Example::
@@ -575,7 +576,8 @@ def owned_lines(trainer: Mapping[str, Any], max_epochs: int | None = None) -> li
                      f"pruner decides, up to pruner.max_resource ({max_epochs} epochs)")
     for key, why in OWNED_TRAINER.items():
         value = trainer.get(key, defaults.get(key))
-        if key in defaults and value != defaults[key]:
+        same = key in FIXED_TRAINER and value == FIXED_TRAINER[key]
+        if key in defaults and value != defaults[key] and not same:
             shown = format_value(value) if isinstance(value, str | int | float) else repr(value)
             lines.append(f"trainer.{key}={shown} in the project's config is "
                          f"replaced: {why}")
