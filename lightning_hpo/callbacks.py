@@ -10,18 +10,25 @@ Reported at the epoch's end, the value is the epoch's last validation (several w
 ``val_check_interval < 1``), and a metric the training step logs per epoch
 (``on_epoch=True``) is there too. A ``validate()`` outside ``fit`` reports nothing, and nor does
 an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on).
+
+An objective that stops training on the pruner's word but forgets
+:meth:`PruningCallback.raise_if_pruned` returns a value, and Optuna records the stopped trial
+COMPLETE, to be compared with trials that trained every epoch. The next ``fit`` with a
+``PruningCallback`` in the same process says so, once (one read of each stopped trial's state).
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import lightning as L
 import optuna
 from lightning.pytorch.trainer.states import TrainerFn
+from optuna.trial import TrialState
 from typing_extensions import override
 
 from lightning_hpo._optuna import storage_of, trial_id_of
@@ -31,6 +38,11 @@ from lightning_hpo.schema import ATTR, with_objective_values
 __all__ = ["PruningCallback"]
 
 _logger = logging.getLogger(__name__)
+
+#: Trials a callback of this process stopped, not yet seen ended: (storage, trial id, number).
+_stopped: list[tuple[Any, int, int]] = []
+_stopped_lock = threading.Lock()  # study.optimize(n_jobs=...) runs objectives in threads
+_told = False  # the forgotten raise_if_pruned was said (once a process)
 
 
 class PruningCallback(L.Callback):
@@ -87,6 +99,8 @@ class PruningCallback(L.Callback):
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self.pruned_at_epoch = None
         self._validated = self._reported = False
+        if trainer.is_global_zero:
+            _say_if_a_stopped_trial_completed()
         if trainer.world_size > 1:
             self._check_same_trial_on_every_rank(trainer)
 
@@ -122,6 +136,7 @@ class PruningCallback(L.Callback):
             self.pruned_at_epoch = step
             if trainer.is_global_zero:
                 self.trial.set_user_attr(ATTR.PRUNED_AT_EPOCH, step)
+                _remember_stopped(self.trial)
                 shown = ", ".join(f"{n}={v:.4g}"
                                   for n, v in zip(self._monitors, values, strict=True))
                 _logger.info("trial %d pruned at epoch %d (%s)", self.trial.number, step, shown)
@@ -193,6 +208,41 @@ class PruningCallback(L.Callback):
             raise optuna.TrialPruned(
                 f"trial {self.trial.number} pruned at epoch {self.pruned_at_epoch}"
             )
+
+
+def _remember_stopped(trial: Any) -> None:
+    """Keep a trial the pruner stopped, to see later how the objective ended it."""
+    study = getattr(trial, "study", None)
+    if study is None or not hasattr(trial, "_trial_id"):  # a FixedTrial, a replay
+        return
+    with _stopped_lock:
+        _stopped.append((storage_of(study), trial_id_of(trial), trial.number))
+
+
+def _say_if_a_stopped_trial_completed() -> None:
+    """Warn, once a process, when a trial the pruner stopped ended COMPLETE: its objective
+    returned a value instead of calling :meth:`PruningCallback.raise_if_pruned`."""
+    global _told
+    with _stopped_lock:
+        if _told:
+            _stopped.clear()
+            return
+        running = []
+        for storage, trial_id, number in _stopped:
+            try:
+                state = storage.get_trial(trial_id).state
+            except Exception:  # noqa: BLE001 (a courtesy: never the reason a fit fails)
+                _logger.debug("trial %d's state not read", number, exc_info=True)
+                continue
+            if state == TrialState.RUNNING:  # another thread's objective, still going
+                running.append((storage, trial_id, number))
+            elif state == TrialState.COMPLETE and not _told:
+                _told = True
+                _logger.warning(
+                    "PruningCallback: trial %d was stopped by the pruner but ended COMPLETE, as "
+                    "if it had trained every epoch: call pruning.raise_if_pruned() after "
+                    "trainer.fit, and Optuna records such a trial PRUNED", number)
+        _stopped[:] = running
 
 
 def _monitor_names(monitor: str | Sequence[str]) -> tuple[str, ...]:

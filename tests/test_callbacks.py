@@ -4,6 +4,7 @@ and DDP with the same trial on every rank."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from lightning_hpo import DigitsDataModule, LeNet, PruningCallback
+from lightning_hpo import DigitsDataModule, LeNet, PruningCallback, callbacks
 from lightning_hpo.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +87,52 @@ def test_in_study_optimize_pruned_trials_are_recorded_as_pruned() -> None:
 
     study.optimize(objective, n_trials=2)
     assert [t.state for t in study.trials] == [TrialState.PRUNED] * 2
+
+
+@pytest.fixture
+def fresh_notice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The once-a-process notice of a forgotten raise_if_pruned not yet said in this process."""
+    monkeypatch.setattr(callbacks, "_told", False)
+    monkeypatch.setattr(callbacks, "_stopped", [])
+
+
+@pytest.mark.parametrize("raised", [False, True], ids=["forgotten", "raised"])
+def test_a_stopped_trial_returned_as_complete_is_said_once_at_the_next_fit(
+    fresh_notice: None, caplog: pytest.LogCaptureFixture, raised: bool
+) -> None:
+    """An objective that forgets raise_if_pruned makes the stopped trials COMPLETE: the next
+    fit says so once, naming the first such trial; with raise_if_pruned, nothing is said."""
+    study = optuna.create_study(pruner=PruneAt(1))
+
+    def objective(trial: optuna.Trial) -> float:
+        callback, fitter = _fit(trial, epochs=3)
+        if raised:
+            callback.raise_if_pruned()
+        return fitter.callback_metrics["validation_error"].item()
+
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.callbacks"):
+        study.optimize(objective, n_trials=3)
+    said = [r.getMessage() for r in caplog.records if "raise_if_pruned" in r.getMessage()]
+    if raised:
+        assert [t.state for t in study.trials] == [TrialState.PRUNED] * 3 and said == []
+    else:
+        assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+        assert said == ["PruningCallback: trial 0 was stopped by the pruner but ended COMPLETE, "
+                        "as if it had trained every epoch: call pruning.raise_if_pruned() after "
+                        "trainer.fit, and Optuna records such a trial PRUNED"]
+
+
+def test_a_stopped_trial_still_running_is_looked_at_again_later(fresh_notice: None) -> None:
+    """Two objectives at once (threads): a stopped trial not yet told is kept, not judged."""
+    study = optuna.create_study(pruner=PruneAt(1))
+    first = study.ask()
+    _fit(first, epochs=2)  # stopped, its objective not yet returned
+    _fit(study.ask(), epochs=1)  # another trial's fit meanwhile
+    assert [number for _, _, number in callbacks._stopped] == [0, 1]
+    study.tell(first, state=TrialState.PRUNED)
+    _fit(study.ask(), epochs=1)
+    assert [number for _, _, number in callbacks._stopped] == [1, 2]
+    assert callbacks._told is False
 
 
 def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
