@@ -89,6 +89,15 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "trainer.devices: is set by the launcher"),
     ("trainer-fit-value", {"trainer": {"max_epochs": 2, "accumulate_grad_batches": 0}}, [],
      "trainer.accumulate_grad_batches: is 0, but must be an integer >= 1"),
+    # A pausing schedule ranks trials by the value of the epoch they paused after: every trial
+    # trained its first segment and then failed ("never logged") when that epoch did not validate.
+    ("validation-off-the-rungs", {
+        "trainer": {"check_val_every_n_epoch": 2, "limit_train_batches": 4,
+                    "limit_val_batches": 2},
+        "pruner": {"name": "asha", "mode": "promotion", "min_resource": 1, "max_resource": 9,
+                   "reduction_factor": 3}}, [],
+     "trainer.check_val_every_n_epoch: validates every 2 epochs, but trials pause at epochs 1, "
+     "3, 9 and are ranked there by that epoch's value: use 1, or rungs that are multiples of 2"),
     ("study-escapes-run-dir", {"study": "../../etc"}, [], "study: is '../../etc'"),
     ("unreachable-postgres", {"storage": f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"},
      [], "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db"),

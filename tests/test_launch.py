@@ -128,6 +128,31 @@ def test_a_run_whose_every_trial_failed_exits_1_with_the_first_reason(tmp_path: 
     assert states(study_of(str(tmp_path / "t.journal")))["FAIL"] == 2
 
 
+@pytest.mark.parametrize(
+    ("trainer", "reported"),
+    [({"val_check_interval": 0.5}, [1, 2, 3]), ({"check_val_every_n_epoch": 2}, [2])],
+    ids=["twice-an-epoch", "every-second-epoch"],
+)
+def test_a_trial_counts_the_epochs_it_trained_however_often_it_validates(
+    tmp_path: Path, trainer: dict[str, Any], reported: list[int]
+) -> None:
+    """Each epoch trained has one end time, validated twice (``val_check_interval: 0.5``, which
+    counted each epoch twice: 6 for 3) or not at all (``check_val_every_n_epoch: 2``, which
+    counted only the validated ones: 1 for 3); the values are those of the validated epochs."""
+    config = config_file(tmp_path, trainer={"max_epochs": 3, "limit_train_batches": 4,
+                                            "limit_val_batches": 2, **trainer},
+                         stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 1})
+    result = launch(str(config), "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for trial in study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False):
+        assert trial.state == TrialState.COMPLETE
+        assert sorted(trial.intermediate_values) == reported
+        attrs = trial.user_attrs
+        assert attrs[ATTR.EPOCHS] == attrs[ATTR.EPOCHS_TRAINED] == 3, attrs
+        assert len(attrs[ATTR.EPOCH_END_TIMES]) == 3
+        assert [s["to_epoch"] for s in attrs[ATTR.SEGMENTS]] == [3]
+
+
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:
     config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
                      initial=[{"lr": 0.05, "batch_size": 64}], stop={"n_trials": 6})
@@ -241,7 +266,9 @@ def _budget_trial(study: optuna.Study) -> optuna.trial.FrozenTrial:
     trial = trials[0]
     attrs = trial.user_attrs
     assert "fail_reason" not in attrs
-    assert attrs["epochs"] == len(attrs["epoch_end_times"]) == len(trial.intermediate_values)
+    # every epoch trained has its end time; only the validated ones have a value
+    assert attrs["epochs"] == len(attrs["epoch_end_times"]) >= len(trial.intermediate_values)
+    assert all(step <= attrs["epochs"] for step in trial.intermediate_values)
     if trial.state == TrialState.RUNNING:  # paused at its last checkpoint for the next run
         paused = attrs[ATTR.PAUSED]
         assert paused["epoch"] == (attrs[ATTR.RESUME_POINT]["epoch"]
@@ -373,8 +400,19 @@ def test_the_budget_stop_and_its_grace(
         assert trial.user_attrs.get(ATTR.PAUSED) is None
     else:  # paused (RUNNING) at its last checkpoint, for the next run to resume
         assert re.fullmatch(re.escape(why) + "; " + ending, trial.user_attrs[ATTR.PAUSED]["why"])
-    after = [t for t in trial.user_attrs["epoch_end_times"] if t > moved[0]]
-    assert len(after) == len([e for e in reported if e > trigger])
+    # One end time per epoch trained, validated or not: as many as the epochs the stop left
+    # complete (all of them for a trial that reached its last epoch).
+    times = trial.user_attrs["epoch_end_times"]
+    assert len(times) == trial.user_attrs[ATTR.EPOCHS] == len(set(times))
+    if ending is None:
+        assert len(times) == max_epochs
+    else:
+        stopped = re.search(r"stopped (after|during) epoch (\d+)$",
+                            trial.user_attrs[ATTR.PAUSED]["why"])
+        assert stopped is not None
+        epoch = int(stopped.group(2))
+        assert len(times) == (epoch if stopped.group(1) == "after" else epoch - 1)
+    assert all(b > a for a, b in zip(times, times[1:], strict=False))
     assert took < (0 if ctrl_c else grace) + 20, f"the run ended {took:.1f} s after the deadline"
     if grace and not ctrl_c and ending and "during" in ending:
         assert took >= grace  # stopped mid-epoch only once the grace was over

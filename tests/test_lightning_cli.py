@@ -449,6 +449,39 @@ def test_check_passes_the_example_and_writes_nothing(
     _nothing_written(here)
 
 
+PROMOTION = {"name": "asha", "mode": "promotion", "min_resource": 1, "max_resource": 9,
+             "reduction_factor": 3}
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [("project", "config: trainer.check_val_every_n_epoch in the project's config validates "),
+     ("inline", "trainer.check_val_every_n_epoch: validates "),
+     ("searched", "space.trainer.check_val_every_n_epoch: cannot be searched: ")],
+)
+def test_a_pausing_schedule_needs_every_rung_validated_wherever_it_is_set(
+    here: Path, capsys: pytest.CaptureFixture[str], where: str, field: str,
+) -> None:
+    """Trials pause at rungs 1, 3, 9 and are ranked by the value of that epoch: validating every
+    2 epochs, in the project's files, the tune config's trainer or a searched range, is refused
+    by --check (every trial's first segment failed, having trained)."""
+    fields: dict[str, Any] = {"pruner": PROMOTION}
+    if where == "project":
+        raw = yaml.safe_load((here / "config.yaml").read_text())
+        raw["trainer"]["check_val_every_n_epoch"] = 2
+        _write_yaml(here / "config_every2.yaml", raw)
+        fields["config"] = ["config_every2.yaml"]
+    elif where == "inline":
+        fields["trainer"] = {"check_val_every_n_epoch": 2}
+    else:
+        fields["space"] = {"trainer.check_val_every_n_epoch": {"randint": [1, 3]}}
+    code, out, err = _check(_tune_variant(here, "tune_every2.yaml", **fields), capsys=capsys)
+    assert code == 2, out + err
+    assert err.startswith(f"error: {field}"), err
+    assert "pause at epochs 1, 3, 9" in err and len(err.strip().splitlines()) == 1
+    _nothing_written(here)
+
+
 def test_check_says_once_that_the_projects_trainer_devices_is_replaced(
     here: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

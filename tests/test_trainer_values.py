@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal
+from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal, unvalidated_rungs
 
 GOOD: dict[str, list[Any]] = {
     "accumulate_grad_batches": [1, 2, 64],
@@ -52,3 +52,26 @@ def test_refused_values_say_what_is_allowed(key: str, value: Any) -> None:
 @pytest.mark.parametrize("key", ["precision", "max_epochs", "limit_train_batches", "nope"])
 def test_keys_not_checked_here_pass_whatever_their_value(key: str) -> None:
     assert fit_refusal(key, "anything") is None
+
+
+@pytest.mark.parametrize(
+    ("every", "levels", "refused"),
+    [
+        (1, [1, 3, 9], False),
+        (3, [3, 9, 27], False),
+        (2, [2, 4, 8, 10], False),
+        (2, [1, 3, 9], True),
+        (2, [2, 4, 8, 9], True),  # the top rung too: a trial ends ranked there
+        (4, [2, 4, 8], True),
+        (None, [1, 3, 9], True),  # validates by batches, across epochs
+        (0, [1, 3, 9], False),  # fit_refusal's to say, not this rule's
+    ],
+)
+def test_every_rung_a_trial_pauses_at_must_validate(
+    every: Any, levels: list[int], refused: bool
+) -> None:
+    why = unvalidated_rungs(every, levels)
+    assert (why is not None) == refused, why
+    if refused:
+        assert f"pause at epochs {', '.join(map(str, levels))}" in str(why)
+        assert "use 1" in str(why)

@@ -852,6 +852,10 @@ def check_against_registry(cfg: Config) -> list[str]:
     except (ValueError, TypeError) as error:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
+    from lightning_hpo.launch.search import pause_levels
+    from lightning_hpo.launch.trainer_values import unvalidated_rungs
+
+    levels = pause_levels(cfg)
     if cfg.cli is not None:
         import tempfile
 
@@ -859,8 +863,12 @@ def check_against_registry(cfg: Config) -> list[str]:
         from lightning_hpo.launch.project import check_cli
 
         with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as scratch:
-            return check_cli(cfg.cli, cfg.space, Path(scratch), cfg.max_epochs)
+            return check_cli(cfg.cli, cfg.space, Path(scratch), cfg.max_epochs, levels)
     _check_trainer_arguments(cfg.trainer)
+    if levels:
+        why = unvalidated_rungs(cfg.trainer.get("check_val_every_n_epoch", 1), levels)
+        if why is not None:
+            raise ConfigError("trainer.check_val_every_n_epoch", why)
     from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
     from lightning_hpo.models import build_model, model_class, model_hyperparameters
 

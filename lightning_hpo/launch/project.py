@@ -39,7 +39,7 @@ import logging
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,7 @@ from lightning_hpo.launch.cli_spec import (
     flatten,
     format_value,
 )
-from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal
+from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal, unvalidated_rungs
 
 __all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
 
@@ -413,15 +413,16 @@ def warm_data(spec: CliSpec, space: Mapping[str, Any], scratch: Path) -> Any:
 
 
 def check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
-              max_epochs: int | None = None) -> list[str]:
+              max_epochs: int | None = None, pauses: Sequence[int] = ()) -> list[str]:
     """Check the project's entry point, files and every space key against its CLI (see
-    :func:`_check_cli`), with Lightning's per-Trainer lines off."""
+    :func:`_check_cli`; ``pauses``: the epochs at which the schedule pauses trials, each of
+    which must validate), with Lightning's per-Trainer lines off."""
     with quiet_lightning():
-        return _check_cli(spec, space, scratch, max_epochs)
+        return _check_cli(spec, space, scratch, max_epochs, pauses)
 
 
 def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
-               max_epochs: int | None) -> list[str]:
+               max_epochs: int | None, pauses: Sequence[int] = ()) -> list[str]:
     """Check the project's entry point, files and every space key against its CLI.
 
     A trial is built with every key at the middle of its range, then with every key at its low
@@ -480,7 +481,31 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     handed = _hand_over(spec.entry, cli_args(spec, middle), adjust=None, trainer_args=None,
                         parse_only=True, seed=None)
     _check_fit_values(spec, handed.cli.config["fit.trainer"], ends)
+    if pauses:
+        _check_validation_at(pauses, spec, handed.cli.config["fit.trainer"], ends)
     return owned_lines(handed.cli.config["fit.trainer"], max_epochs)
+
+
+def _check_validation_at(pauses: Sequence[int], spec: CliSpec, trainer: Any,
+                         ends: Mapping[str, tuple[Any, Any, Any]]) -> None:
+    """Each epoch the schedule pauses trials at validates
+    (:func:`~lightning_hpo.launch.trainer_values.unvalidated_rungs`): the project's files
+    (``config``), the tune config's ``trainer.check_val_every_n_epoch``, or a searched range
+    (which may not be searched at all, its values being each trial's)."""
+    name = "trainer.check_val_every_n_epoch"
+    if name in ends:
+        raise ConfigError(f"space.{name}", f"cannot be searched: trials pause at epochs "
+                          f"{', '.join(map(str, pauses))} and are ranked there by that "
+                          "epoch's value, so every trial validates each epoch (1)")
+    if "check_val_every_n_epoch" not in trainer:  # a CLI without it
+        return
+    value = trainer.get("check_val_every_n_epoch")
+    why = unvalidated_rungs(value, pauses)
+    if why is None:
+        return
+    if "check_val_every_n_epoch" in (spec.sections.get("trainer") or {}):
+        raise ConfigError(name, why)
+    raise ConfigError("config", f"{name} in the project's config {why}")
 
 
 def _check_fit_values(spec: CliSpec, trainer: Any, ends: Mapping[str, tuple[Any, Any, Any]],

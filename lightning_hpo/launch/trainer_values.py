@@ -18,10 +18,10 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ALLOWED", "fit_refusal"]
+__all__ = ["ALLOWED", "fit_refusal", "unvalidated_rungs"]
 
 
 def _int_at_least(low: int) -> Callable[[Any], bool]:
@@ -71,3 +71,33 @@ def fit_refusal(key: str, value: Any) -> str | None:
         return None
     test, words = rule
     return None if test(value) else words
+
+
+def unvalidated_rungs(every: Any, levels: Sequence[int]) -> str | None:
+    """Why ``check_val_every_n_epoch: every`` cannot run a schedule that pauses trials at the
+    epochs ``levels`` (``sync_*``, ``mode: promotion``), which ranks each trial there by the value
+    of the epoch it paused after; None when every rung is validated (``every`` divides each).
+    ``null`` validates by ``val_check_interval``'s batches, across epochs: not at rungs.
+
+    Example::
+
+        >>> unvalidated_rungs(3, [3, 9, 27]) is None, unvalidated_rungs(1, [1, 3, 9]) is None
+        (True, True)
+        >>> print(unvalidated_rungs(2, [1, 3, 9]))
+        validates every 2 epochs, but trials pause at epochs 1, 3, 9 and are ranked there by
+        that epoch's value: use 1, or rungs that are multiples of 2 (pruner.min_resource,
+        pruner.reduction_factor)
+    """
+    if every is None:
+        return ("is null (validate by val_check_interval's batches, across epochs), but trials "
+                f"pause at epochs {', '.join(map(str, levels))} and are ranked there by that "
+                "epoch's value: use 1")
+    if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+        return None  # fit_refusal's to say
+    missed = [level for level in levels if level % every]
+    if not missed:
+        return None
+    return (f"validates every {every} epochs, but trials pause at epochs "
+            f"{', '.join(map(str, levels))} and are ranked there by that epoch's value: use 1, "
+            f"or rungs that are multiples of {every} (pruner.min_resource, "
+            "pruner.reduction_factor)")

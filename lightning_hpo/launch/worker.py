@@ -54,6 +54,7 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import Logger
 from lightning.pytorch.plugins import TorchCheckpointIO
+from lightning.pytorch.trainer.states import TrainerFn
 from optuna.trial import TrialState
 
 from lightning_hpo._optuna import backend_of, set_user_attrs, storage_of, trial_id_of
@@ -162,6 +163,7 @@ class _Progress(L.Callback):
         self._unwritten = False  # an epoch end time the study has not been told yet
         # a callback (the project's EarlyStopping) ended fit before its last epoch
         self.stopped_early = False
+        self._validated = False  # fit validated during the current epoch
 
     def all_epoch_end_times(self) -> list[float]:
         """One end time per epoch of the trial, across its segments: an epoch trained again
@@ -216,29 +218,40 @@ class _Progress(L.Callback):
             self.prior_times = self.known[: self.from_epoch]
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking:
-            return
+        if not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
+            self._validated = True  # the epoch's values are read at its end, its last validation
+
+    def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Every epoch trained has an end time (one, however often it validated:
+        ``val_check_interval < 1``); an epoch that validated is reported to the launcher, and is
+        where the budget's stop may end the trial (it has a value to show for its last epoch)."""
+        validated, self._validated = self._validated, False
         epoch = trainer.current_epoch + 1
         stop = False
         if trainer.is_global_zero:
-            value = trainer.callback_metrics.get(self._metric)
             self.epoch_end_times.append(time.time())
             self._unwritten = True  # kept per epoch (a worker may die before the end): saved
-            extra = {}
-            if self._metrics:  # several objectives: the status line shows each
-                logged = trainer.callback_metrics
-                extra["values"] = [None if logged.get(m) is None else float(logged[m])
-                                   for m in self._metrics]
-            self._events.emit(
-                "epoch", trial=self._trial, epoch=epoch,
-                value=None if value is None else float(value), **extra,
-            )
-            # The budget is spent: stop at this epoch boundary, unless it was the last anyway.
-            last = trainer.max_epochs is not None and 0 < trainer.max_epochs <= epoch
-            stop = _Stop.budget is not None and not last
+            if validated:
+                self._report(trainer, epoch)
+                # The budget is spent: stop at this epoch boundary, unless it was the last.
+                last = trainer.max_epochs is not None and 0 < trainer.max_epochs <= epoch
+                stop = _Stop.budget is not None and not last
         if trainer.strategy.broadcast(stop, src=0):  # every DDP rank stops after this epoch
             self.budget_stop = f"{_Stop.budget}; stopped after epoch {epoch}"
             trainer.should_stop = True
+
+    def _report(self, trainer: L.Trainer, epoch: int) -> None:
+        """Rank 0: the epoch's value (values) to the launcher."""
+        value = trainer.callback_metrics.get(self._metric)
+        extra = {}
+        if self._metrics:  # several objectives: the status line shows each
+            logged = trainer.callback_metrics
+            extra["values"] = [None if logged.get(m) is None else float(logged[m])
+                               for m in self._metrics]
+        self._events.emit(
+            "epoch", trial=self._trial, epoch=epoch,
+            value=None if value is None else float(value), **extra,
+        )
 
     def on_train_batch_end(self, trainer: L.Trainer, *args: Any) -> None:
         if trainer.is_global_zero and _Stop.reason is None and os.getppid() != self._launcher_pid:
