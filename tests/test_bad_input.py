@@ -89,6 +89,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "trainer.devices: is set by the launcher"),
     ("trainer-fit-value", {"trainer": {"max_epochs": 2, "accumulate_grad_batches": 0}}, [],
      "trainer.accumulate_grad_batches: is 0, but must be an integer >= 1"),
+    ("no-training-batch", {"trainer": {"max_epochs": 2, "limit_train_batches": 0}}, [],
+     "trainer.limit_train_batches: is 0, but a trial must train"),
     # A pausing schedule ranks trials by the value of the epoch they paused after: every trial
     # trained its first segment and then failed ("never logged") when that epoch did not validate.
     ("validation-off-the-rungs", {

@@ -449,6 +449,23 @@ def test_check_passes_the_example_and_writes_nothing(
     _nothing_written(here)
 
 
+def test_a_project_that_never_validates_is_refused_by_check(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``limit_val_batches: 0`` in the project's own config: Lightning's fit takes it, and every
+    trial failed once it had trained ("never logged")."""
+    raw = yaml.safe_load((here / "config.yaml").read_text())
+    raw["trainer"]["limit_val_batches"] = 0
+    _write_yaml(here / "config_noval.yaml", raw)
+    code, out, err = _check(_tune_variant(here, "tune_noval.yaml", config=["config_noval.yaml"]),
+                            capsys=capsys)
+    assert code == 2, out + err
+    assert err.strip() == ("error: config: trainer.limit_val_batches is 0 in the project's "
+                           "config, but the launcher reads the metric from each epoch's "
+                           "validation: leave it out or give at least 1 batch")
+    _nothing_written(here)
+
+
 PROMOTION = {"name": "asha", "mode": "promotion", "min_resource": 1, "max_resource": 9,
              "reduction_factor": 3}
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal, unvalidated_rungs
+from lightning_hpo.launch.trainer_values import (
+    ALLOWED,
+    NEEDED,
+    fit_refusal,
+    launcher_refusal,
+    unvalidated_rungs,
+)
 
 GOOD: dict[str, list[Any]] = {
     "accumulate_grad_batches": [1, 2, 64],
@@ -75,3 +81,15 @@ def test_every_rung_a_trial_pauses_at_must_validate(
     if refused:
         assert f"pause at epochs {', '.join(map(str, levels))}" in str(why)
         assert "use 1" in str(why)
+
+
+@pytest.mark.parametrize("key", sorted(NEEDED))
+@pytest.mark.parametrize(("value", "refused"), [
+    (0, True), (0.0, True), (1, False), (0.25, False), (1.0, False), (None, False),
+    (False, False),  # not a number of batches: the Trainer's own check says what it is
+])
+def test_the_launcher_needs_a_batch_to_train_and_to_validate(
+    key: str, value: Any, refused: bool
+) -> None:
+    assert (launcher_refusal(key, value) == NEEDED[key]) is refused
+    assert launcher_refusal("max_epochs", 0) is None  # only the keys of NEEDED

@@ -922,10 +922,12 @@ def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
                      ("callbacks", "logger")]
             raise ConfigError(f"trainer.{key}", "is not an argument of Lightning's Trainer; "
                               f"allowed: {', '.join(close)}")
-    limit = trainer.get("limit_val_batches")
-    if limit == 0 and not isinstance(limit, bool):
-        raise ConfigError("trainer.limit_val_batches", "is 0, but the launcher reads the metric "
-                          "from each epoch's validation: leave it out or give at least 1 batch")
+    from lightning_hpo.launch.trainer_values import NEEDED, launcher_refusal
+
+    for key in NEEDED:
+        why = launcher_refusal(key, trainer.get(key))
+        if why is not None:
+            raise ConfigError(f"trainer.{key}", f"is {trainer[key]!r}, but {why}")
     _check_trainer_values(trainer)
 
 

@@ -61,7 +61,13 @@ from lightning_hpo.launch.cli_spec import (
     flatten,
     format_value,
 )
-from lightning_hpo.launch.trainer_values import ALLOWED, fit_refusal, unvalidated_rungs
+from lightning_hpo.launch.trainer_values import (
+    ALLOWED,
+    NEEDED,
+    fit_refusal,
+    launcher_refusal,
+    unvalidated_rungs,
+)
 
 __all__ = ["Built", "build_trial", "check_cli", "owned_lines"]
 
@@ -511,10 +517,25 @@ def _check_validation_at(pauses: Sequence[int], spec: CliSpec, trainer: Any,
 def _check_fit_values(spec: CliSpec, trainer: Any, ends: Mapping[str, tuple[Any, Any, Any]],
                       ) -> None:
     """The Trainer values the project's CLI takes and Lightning's ``fit`` refuses or misreads
-    (:func:`~lightning_hpo.launch.trainer_values.fit_refusal`): a searched one by its range's
-    ends, one the tune config sets inline by its ``trainer.<key>``, else the project's files
-    (``config``)."""
+    (:func:`~lightning_hpo.launch.trainer_values.fit_refusal`), or the launcher cannot run
+    (:func:`~lightning_hpo.launch.trainer_values.launcher_refusal`: no batch to train or
+    validate): a searched one by its range's ends, one the tune config sets inline by its
+    ``trainer.<key>``, else the project's files (``config``)."""
     inline = spec.sections.get("trainer") or {}
+    for key in NEEDED:
+        name = f"trainer.{key}"
+        for value, label in ([(ends[name][0], "the low end"), (ends[name][2], "the high end")]
+                             if name in ends else [(trainer.get(key), "")]):
+            why = launcher_refusal(key, value)
+            if why is None:
+                continue
+            if label:
+                raise ConfigError(f"space.{name}", f"{label} {format_value(value)} is refused: "
+                                  f"{why}")
+            if key in inline:
+                raise ConfigError(name, f"is {value!r}, but {why}")
+            raise ConfigError("config", f"{name} is {value!r} in the project's config, but "
+                              f"{why}")
     for key in ALLOWED:
         name = f"trainer.{key}"
         if name in ends:

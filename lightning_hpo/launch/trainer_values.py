@@ -21,7 +21,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ALLOWED", "fit_refusal", "unvalidated_rungs"]
+__all__ = ["ALLOWED", "NEEDED", "fit_refusal", "launcher_refusal", "unvalidated_rungs"]
 
 
 def _int_at_least(low: int) -> Callable[[Any], bool]:
@@ -71,6 +71,30 @@ def fit_refusal(key: str, value: Any) -> str | None:
         return None
     test, words = rule
     return None if test(value) else words
+
+
+#: Trainer argument -> why the launcher cannot run a trial with it at 0 (Lightning's fit can:
+#: it then trains nothing, or never validates, and every trial fails once it ran).
+NEEDED: dict[str, str] = {
+    "limit_train_batches": "a trial must train: leave it out or give at least 1 batch",
+    "limit_val_batches": "the launcher reads the metric from each epoch's validation: leave it "
+                         "out or give at least 1 batch",
+}
+
+
+def launcher_refusal(key: str, value: Any) -> str | None:
+    """Why the launcher refuses Trainer argument ``key`` at ``value`` (:data:`NEEDED`: 0 or
+    0.0 batches); None otherwise.
+
+    Example::
+
+        >>> launcher_refusal("limit_train_batches", 0.0)
+        'a trial must train: leave it out or give at least 1 batch'
+        >>> launcher_refusal("limit_train_batches", 0.25) is None
+        True
+    """
+    zero = value == 0 and isinstance(value, int | float) and not isinstance(value, bool)
+    return NEEDED.get(key) if zero else None
 
 
 def unvalidated_rungs(every: Any, levels: Sequence[int]) -> str | None:
