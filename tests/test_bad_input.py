@@ -149,6 +149,9 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("check-unreachable-postgres",
      {"storage": f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"}, ["--check"],
      "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db: connection to server"),
+    ("journal-named-as-a-database", {"storage": "runs/t.db"}, [],
+     "storage: runs/t.db would be a new journal file (a plain path names one), but its name is "
+     "an SQLite database's: give sqlite:///runs/t.db for SQLite"),
     ("check-not-a-journal", {"storage": "config.yaml"}, ["--check"],
      "storage: config.yaml is not an Optuna journal file"),
     ("check-sqlite-not-a-database", {"storage": "sqlite:///config.yaml"}, ["--check"],

@@ -107,6 +107,12 @@ REFUSED: list[tuple[str, object, str]] = [
      "sqlite:///x.db is a folder, not an SQLite database"),
     ("sqlite-under-a-file", lambda d: (d / "f").write_text("x") and "sqlite:///f/t.db",
      "cannot create sqlite:///f/t.db: f is a file, not a folder"),
+    # a plain path is a journal file: a new one named as a database is a missing sqlite:///
+    ("new-journal-named-as-sqlite", lambda d: "runs/t.db",
+     "runs/t.db would be a new journal file (a plain path names one), but its name is an "
+     "SQLite database's: give sqlite:///runs/t.db for SQLite, or name the journal "
+     "runs/t.journal"),
+    ("new-journal-named-sqlite3", lambda d: "t.SQLITE3", "give sqlite:///t.SQLITE3 for SQLite"),
 ]
 
 
@@ -187,3 +193,19 @@ def test_sqlite_check_is_read_only(tmp_path: Path) -> None:
     assert check_storage(f"sqlite:///{path}") == "SQLite database"
     assert path.read_bytes() == before
     assert sqlite3.connect(path).execute("SELECT count(*) FROM studies").fetchone() == (1,)
+
+
+def test_reading_a_missing_journal_named_as_a_database_names_the_sqlite_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report and load_study open without creating: the missing file's message says how
+    an SQLite database is named, for a path that looks like one."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        StorageSpec("runs/t.db").open(create=False)
+    assert str(info.value) == ("storage: cannot open runs/t.db: no journal file at runs/t.db "
+                               "(an SQLite database is named sqlite:///runs/t.db)")
+    with pytest.raises(ConfigError) as info:
+        StorageSpec("runs/t.journal").open(create=False)
+    assert str(info.value).endswith("no journal file at runs/t.journal")
+    assert list(tmp_path.iterdir()) == []

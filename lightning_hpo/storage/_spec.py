@@ -290,7 +290,9 @@ class StorageSpec:
             if path is not None:
                 if not create and not path.exists():
                     what = "SQLite database" if self.is_rdb else "journal file"
-                    raise FileNotFoundError(f"no {what} at {path}")
+                    hint = ("" if self.is_rdb or path.suffix.lower() not in SQLITE_SUFFIXES
+                            else f" (an SQLite database is named sqlite:///{path})")
+                    raise FileNotFoundError(f"no {what} at {path}{hint}")
                 _check_local(path, spec)
                 if create:
                     path.parent.mkdir(parents=True, exist_ok=True)
@@ -322,12 +324,22 @@ def open_storage(
     return StorageSpec(spec).open(create=create, heartbeat=heartbeat)
 
 
+#: File name endings of SQLite databases: a plain path ending so is a journal file by mistake.
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
+
+
 def _check_local(path: Path, spec: str) -> bool:
-    """Refuse a folder or a non-SQLite file; a missing file must be creatable. True: it exists.
+    """Refuse a folder or a non-SQLite file; a missing file must be creatable, and a missing
+    journal file not be named as an SQLite database (``runs/x.db``). True: it exists.
 
     A journal file's content is checked when it is opened (:func:`_open_journal`).
     """
     if not path.exists():
+        if not StorageSpec(spec).is_rdb and path.suffix.lower() in SQLITE_SUFFIXES:
+            raise ConfigError("storage", f"{mask(spec)} would be a new journal file (a plain "
+                              "path names one), but its name is an SQLite database's: give "
+                              f"sqlite:///{path} for SQLite, or name the journal "
+                              f"{path.with_suffix('.journal')}")
         _check_creatable(path, spec)
         return False
     if path.is_dir():
