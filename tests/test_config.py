@@ -17,11 +17,12 @@ from lightning_hpo.launch.config import (
     check_against_registry,
     load_config,
     parse_config,
+    pause_levels,
     read_yaml,
     resolve_config,
     shipped_configs,
 )
-from lightning_hpo.launch.search import build_sampler
+from lightning_hpo.launch.search import build_sampler, build_schedule
 from lightning_hpo.launch.study import stored_config
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
@@ -875,3 +876,23 @@ def test_trainer_values_lightning_takes_pass_the_check() -> None:
         "trainer.precision=bf16-mixed", "trainer.gradient_clip_val=0.5",
         "trainer.limit_val_batches=0.5", "trainer.log_every_n_steps=5"]))
     check_against_registry(cfg)
+
+
+@pytest.mark.parametrize("pruner", [
+    {"name": "sync_sh"}, {"name": "sync_hyperband"}, {"name": "asha", "mode": "promotion"},
+    {"name": "hyperband", "mode": "promotion"}, {"name": "asha"}, {"name": "hyperband"},
+    {"name": "none"},
+])
+@pytest.mark.parametrize(("low", "top", "eta"), [(1, 9, 3), (1, 27, 3), (2, 10, 2), (3, 100, 4),
+                                                 (1, 1, 2), (5, 7, 3)])
+def test_pause_levels_are_every_rung_the_schedule_pauses_at(
+    pruner: dict[str, str], low: int, top: int, eta: int
+) -> None:
+    """The pure levels (checked against check_val_every_n_epoch) are the schedule's own."""
+    fields = {} if pruner["name"] == "none" else {
+        "min_resource": low, "max_resource": top, "reduction_factor": eta}
+    cfg = parse_config({"study": "s", "model": "lenet", "stop": {"n_trials": 9},
+                        "space": {"lr": {"uniform": [0.01, 0.1]}},
+                        "trainer": {"max_epochs": top}, "pruner": {**pruner, **fields}})
+    paused = sorted({level for ladder in build_schedule(cfg).ladders() for level in ladder})
+    assert pause_levels(cfg) == (paused if cfg.pruner.pauses else [])

@@ -79,6 +79,7 @@ from lightning_hpo.launch.config_file import (
 )
 from lightning_hpo.launch.devices import DevicesSpec, parse_devices
 from lightning_hpo.launch.space import Space, check_in_space, parse_space
+from lightning_hpo.rungs import rung_levels
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -824,6 +825,29 @@ def range_end(dist: Any, end: int) -> Any:
     return dist
 
 
+def pause_levels(cfg: Config) -> list[int]:
+    """The epochs at which the config's schedule pauses trials, ascending; empty where no trial
+    pauses (stopping pruners, ``none``). Every pausing schedule's brackets are the full ladder
+    or its tail (Hyperband's, :func:`~lightning_hpo.rungs.hyperband_rounds`), so together they
+    pause at the full ladder's rungs.
+
+    Example::
+
+        >>> raw = {"study": "s", "model": "lenet", "space": {"lr": {"uniform": [0.01, 0.1]}},
+        ...        "stop": {"n_trials": 9}}
+        >>> pause_levels(parse_config({**raw, "pruner": {"name": "sync_hyperband",
+        ...     "min_resource": 1, "max_resource": 9, "reduction_factor": 3}}))
+        [1, 3, 9]
+        >>> pause_levels(parse_config({**raw, "trainer": {"max_epochs": 9}}))  # ASHA: no pause
+        []
+    """
+    p = cfg.pruner
+    if not p.pauses:
+        return []
+    top = p.max_resource or cfg.max_epochs
+    return rung_levels(p.min_resource, max_resource=top, reduction_factor=p.reduction_factor)
+
+
 def check_against_registry(cfg: Config) -> list[str]:
     """Check the model, data, hyperparameter names, values and metric against the real classes.
 
@@ -852,7 +876,6 @@ def check_against_registry(cfg: Config) -> list[str]:
     except (ValueError, TypeError) as error:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
-    from lightning_hpo.launch.search import pause_levels
     from lightning_hpo.launch.trainer_values import unvalidated_rungs
 
     levels = pause_levels(cfg)

@@ -117,23 +117,3 @@ def build_schedule(cfg: Config) -> schedules.Schedule:
             max_paused=cfg.checkpoint.max_paused, finish_best=p.finish_best,
         )
     return schedules.StopSchedule(cfg.max_epochs)
-
-
-def pause_levels(cfg: Config) -> list[int]:
-    """The epochs at which the config's schedule pauses trials (every bracket's rungs, sorted);
-    empty where no trial pauses (stopping pruners, ``none``).
-
-    Example::
-
-        >>> from lightning_hpo.launch.config import parse_config
-        >>> raw = {"study": "s", "model": "lenet", "space": {"lr": {"uniform": [0.01, 0.1]}},
-        ...        "stop": {"n_trials": 9}}
-        >>> pause_levels(parse_config({**raw, "pruner": {"name": "sync_hyperband",
-        ...     "min_resource": 1, "max_resource": 9, "reduction_factor": 3}}))
-        [1, 3, 9]
-        >>> pause_levels(parse_config({**raw, "trainer": {"max_epochs": 9}}))  # ASHA: no pause
-        []
-    """
-    if not cfg.pruner.pauses:
-        return []
-    return sorted({level for ladder in build_schedule(cfg).ladders() for level in ladder})
