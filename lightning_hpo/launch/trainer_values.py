@@ -112,16 +112,14 @@ def unvalidated_rungs(every: Any, levels: Sequence[int]) -> str | None:
         that epoch's value: use 1, or rungs that are multiples of 2 (pruner.min_resource,
         pruner.reduction_factor)
     """
+    paused = (f"trials pause at epochs {', '.join(map(str, levels))} and are ranked there by "
+              "that epoch's value")
     if every is None:
-        return ("is null (validate by val_check_interval's batches, across epochs), but trials "
-                f"pause at epochs {', '.join(map(str, levels))} and are ranked there by that "
-                "epoch's value: use 1")
+        return ("is null (validate by val_check_interval's batches, across epochs), but "
+                f"{paused}: use 1")
     if not isinstance(every, int) or isinstance(every, bool) or every < 1:
         return None  # fit_refusal's to say
-    missed = [level for level in levels if level % every]
-    if not missed:
+    if all(level % every == 0 for level in levels):
         return None
-    return (f"validates every {every} epochs, but trials pause at epochs "
-            f"{', '.join(map(str, levels))} and are ranked there by that epoch's value: use 1, "
-            f"or rungs that are multiples of {every} (pruner.min_resource, "
-            "pruner.reduction_factor)")
+    return (f"validates every {every} epochs, but {paused}: use 1, or rungs that are multiples "
+            f"of {every} (pruner.min_resource, pruner.reduction_factor)")
