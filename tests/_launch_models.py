@@ -41,3 +41,25 @@ class SlowLeNet(LeNet):
 
         time.sleep(0.05)
         return super().training_step(batch, batch_idx)
+
+
+class MeetsAnotherLauncher(LeNet):
+    """LeNet whose training starts only once two launchers on the study have each started a
+    trial: a worker marks its launcher (its parent's pid) in ``RUN_DIR/meeting`` and waits (at
+    most 300 s) for a second launcher's mark. A test of two launchers sharing a study then
+    cannot pass or fail by which started first: a trial takes under a second, and one launcher
+    can otherwise run the whole study before the other has imported torch."""
+
+    def on_train_start(self) -> None:
+        import os
+        import time
+        from pathlib import Path
+
+        meeting = Path(self.trainer.default_root_dir).parents[1] / "meeting"
+        meeting.mkdir(parents=True, exist_ok=True)
+        (meeting / str(os.getppid())).touch()
+        deadline = time.monotonic() + 300
+        while len(list(meeting.iterdir())) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no second launcher started a trial ({meeting})")
+            time.sleep(0.1)

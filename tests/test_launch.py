@@ -459,7 +459,8 @@ def test_the_summary_names_the_best_value_of_a_stopped_trial(tmp_path: Path) -> 
 def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_server: Any) -> None:
     postgres_url = postgres_server.new_database("launchers")
     config = config_file(tmp_path, storage=postgres_url, devices={"accelerator": "cpu", "count": 1},
-                     stop={"n_trials": 8})
+                         stop={"n_trials": 8},
+                         model={"name": "_launch_models:MeetsAnotherLauncher"})
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)
     outs = [finish(first), finish(second)]

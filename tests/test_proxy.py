@@ -272,7 +272,7 @@ def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
     config = config_file(
         tmp_path, storage=proxy.spec, devices={"accelerator": "cpu", "count": 1},
         pruner={"name": "asha", "min_resource": 1, "max_resource": 3, "reduction_factor": 3},
-        stop={"n_trials": 10},
+        stop={"n_trials": 10}, model={"name": "_launch_models:MeetsAnotherLauncher"},
     )
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)

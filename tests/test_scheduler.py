@@ -343,7 +343,7 @@ def test_two_launchers_share_one_sync_round_on_postgresql(
     storage = postgres_server.new_database("sync")
     config = config_file(
         tmp_path, storage=storage, pruner=SYNC, devices={"accelerator": "cpu", "count": 1},
-        stop={"n_trials": 8}, initial=[],
+        stop={"n_trials": 8}, initial=[], model={"name": "_launch_models:MeetsAnotherLauncher"},
     )
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)

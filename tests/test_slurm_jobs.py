@@ -34,8 +34,10 @@ def slurm() -> Iterator[SlurmCluster]:
 
 
 def _job_env(storage: str) -> dict[str, str]:
-    """What the template reads, and this checkout's package first on the path."""
-    return {"HPO_STORAGE": storage, "PYTHON": sys.executable, "PYTHONPATH": str(TESTS.parent)}
+    """What the template reads, this checkout's package first on the path, then the tests'
+    models (``_launch_models``)."""
+    return {"HPO_STORAGE": storage, "PYTHON": sys.executable,
+            "PYTHONPATH": f"{TESTS.parent}:{TESTS}"}
 
 
 def _submit(slurm: SlurmCluster, folder: Path, config: Path, storage: str, *args: str) -> str:
@@ -62,17 +64,20 @@ def test_an_array_of_launchers_runs_one_postgres_study_exactly(
     slurm: SlurmCluster, tmp_path: Path, postgres_server: Any,
 ) -> None:
     """``sbatch --array=0-1 -c1``: two launchers (one CPU each, one slot each) on one study
-    finish exactly ``n_trials`` between them, each trial's curve complete."""
+    finish exactly ``n_trials`` between them, each trial's curve complete. Each launcher's
+    trials wait until the other's have started (``MeetsAnotherLauncher``): the first launcher
+    once ran all six before the second had imported torch."""
     url = postgres_server.new_database("slurm_array")
     config = config_file(tmp_path, storage=url, stop={"n_trials": 6},
+                         model={"name": "_launch_models:MeetsAnotherLauncher"},
                          trainer={"max_epochs": 3, "limit_train_batches": 4,
                                   "limit_val_batches": 2})
     job = _submit(slurm, tmp_path, config, url, "--array=0-1", "--cpus-per-task=1")
     tasks = slurm.wait(job, timeout=400)
-    assert [(t.state, t.exit_code) for t in tasks] == [("COMPLETED", 0)] * 2, _outputs(tmp_path)
-    trials = _curves_complete(url, 6, 3)
-    assert len({t.user_attrs["launcher_pid"] for t in trials}) == 2, "one launcher did all"
     out = _outputs(tmp_path)
+    assert [(t.state, t.exit_code) for t in tasks] == [("COMPLETED", 0)] * 2, out
+    trials = _curves_complete(url, 6, 3)
+    assert len({t.user_attrs["launcher_pid"] for t in trials}) == 2, out
     assert f"SLURM job {job}_0: 1 CPU(s)" in out and f"SLURM job {job}_1: 1 CPU(s)" in out, out
 
 
