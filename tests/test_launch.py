@@ -138,12 +138,16 @@ def test_a_trial_counts_the_epochs_it_trained_however_often_it_validates(
 ) -> None:
     """Each epoch trained has one end time, validated twice (``val_check_interval: 0.5``, which
     counted each epoch twice: 6 for 3) or not at all (``check_val_every_n_epoch: 2``, which
-    counted only the validated ones: 1 for 3); the values are those of the validated epochs."""
+    counted only the validated ones: 1 for 3); the values are those of the validated epochs.
+    The launcher's line for each trial counts its epochs trained too (it said 2 for 3 where
+    the last epoch did not validate)."""
     config = config_file(tmp_path, trainer={"max_epochs": 3, "limit_train_batches": 4,
                                             "limit_val_batches": 2, **trainer},
                          stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 1})
-    result = launch(str(config), "--quiet", cwd=tmp_path)
+    result = launch(str(config), cwd=tmp_path)  # not a terminal: a line per trial
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("trial ")]
+    assert len(lines) == 2 and all(" COMPLETE epochs   3 " in line for line in lines), lines
     for trial in study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False):
         assert trial.state == TrialState.COMPLETE
         assert sorted(trial.intermediate_values) == reported

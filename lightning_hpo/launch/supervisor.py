@@ -361,9 +361,10 @@ class Supervisor:
                 self.gaps.append(now - last_end)
         elif kind == "epoch":
             row = self.rows.get(event["trial"])
-            if row is not None:
-                row.epochs, row.last = event["epoch"], event["value"]
-                row.last_values = event.get("values")
+            if row is not None:  # every epoch trained; its value where it validated
+                row.epochs = event["epoch"]
+                if "value" in event:
+                    row.last, row.last_values = event["value"], event.get("values")
         elif kind == "pause":
             row = self.rows.get(event["trial"])
             if row is not None:

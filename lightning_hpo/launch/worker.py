@@ -223,16 +223,17 @@ class _Progress(L.Callback):
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         """Every epoch trained has an end time (one, however often it validated:
-        ``val_check_interval < 1``); an epoch that validated is reported to the launcher, and is
-        where the budget's stop may end the trial (it has a value to show for its last epoch)."""
+        ``val_check_interval < 1``) and reaches the launcher; an epoch that validated brings its
+        value, and is where the budget's stop may end the trial (it has a value to show for its
+        last epoch)."""
         validated, self._validated = self._validated, False
         epoch = trainer.current_epoch + 1
         stop = False
         if trainer.is_global_zero:
             self.epoch_end_times.append(time.time())
             self._unwritten = True  # kept per epoch (a worker may die before the end): saved
+            self._report(trainer, epoch, validated)
             if validated:
-                self._report(trainer, epoch)
                 # The budget is spent: stop at this epoch boundary, unless it was the last.
                 last = trainer.max_epochs is not None and 0 < trainer.max_epochs <= epoch
                 stop = _Stop.budget is not None and not last
@@ -240,8 +241,12 @@ class _Progress(L.Callback):
             self.budget_stop = f"{_Stop.budget}; stopped after epoch {epoch}"
             trainer.should_stop = True
 
-    def _report(self, trainer: L.Trainer, epoch: int) -> None:
-        """Rank 0: the epoch's value (values) to the launcher."""
+    def _report(self, trainer: L.Trainer, epoch: int, validated: bool) -> None:
+        """Rank 0: the epoch trained to the launcher, with its value (values) where it
+        validated (``check_val_every_n_epoch > 1`` leaves epochs without one)."""
+        if not validated:
+            self._events.emit("epoch", trial=self._trial, epoch=epoch)
+            return
         value = trainer.callback_metrics.get(self._metric)
         extra = {}
         if self._metrics:  # several objectives: the status line shows each
