@@ -564,6 +564,13 @@ def test_a_trainer_argument_is_said_replaced_only_when_its_value_changes(
                      "space.trainer.accumulate_grad_batches",
                      "the low end 0 is refused: Lightning's fit takes an integer >= 1",
                      id="searched-fit-value"),
+        # Values fit takes and the launcher cannot run (no batch to train or validate).
+        pytest.param({"trainer": {"limit_train_batches": 0}}, "trainer.limit_train_batches",
+                     "is 0, but a trial must train", id="inline-launcher-value"),
+        pytest.param({"space": {"model.hidden_dim": {"randint": [16, 64]},
+                                "trainer.limit_val_batches": {"uniform": [0.0, 1.0]}}},
+                     "space.trainer.limit_val_batches", "the low end 0.0 is refused: the launcher "
+                     "reads the metric", id="searched-launcher-value"),
     ],
 )
 def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(

@@ -522,40 +522,37 @@ def _check_fit_values(spec: CliSpec, trainer: Any, ends: Mapping[str, tuple[Any,
     validate): a searched one by its range's ends, one the tune config sets inline by its
     ``trainer.<key>``, else the project's files (``config``)."""
     inline = spec.sections.get("trainer") or {}
-    for key in NEEDED:
-        name = f"trainer.{key}"
-        for value, label in ([(ends[name][0], "the low end"), (ends[name][2], "the high end")]
-                             if name in ends else [(trainer.get(key), "")]):
-            why = launcher_refusal(key, value)
-            if why is None:
-                continue
-            if label:
-                raise ConfigError(f"space.{name}", f"{label} {format_value(value)} is refused: "
-                                  f"{why}")
-            if key in inline:
-                raise ConfigError(name, f"is {value!r}, but {why}")
-            raise ConfigError("config", f"{name} is {value!r} in the project's config, but "
-                              f"{why}")
-    for key in ALLOWED:
+    for key in (*NEEDED, *ALLOWED):
         name = f"trainer.{key}"
         if name in ends:
             for end, label in ((0, "low"), (2, "high")):
-                allowed = fit_refusal(key, ends[name][end])
-                if allowed is not None:
+                refused = _fit_value_refusal(key, ends[name][end])
+                if refused is not None:
                     raise ConfigError(f"space.{name}", f"the {label} end "
-                                      f"{format_value(ends[name][end])} is refused: Lightning's "
-                                      f"fit takes {allowed}")
+                                      f"{format_value(ends[name][end])} is refused: {refused[1]}")
             continue
         if key not in trainer:  # a CLI without this Trainer argument: nothing to check
             continue
         value = trainer.get(key)
-        allowed = fit_refusal(key, value)
-        if allowed is None:
+        refused = _fit_value_refusal(key, value)
+        if refused is None:
             continue
         if key in inline:
-            raise ConfigError(name, f"is {value!r}, but must be {allowed}")
+            raise ConfigError(name, f"is {value!r}, but {refused[0]}")
         raise ConfigError("config", f"{name} is {value!r} in the project's config, but "
-                          f"Lightning's fit takes {allowed}")
+                          f"{refused[1]}")
+
+
+def _fit_value_refusal(key: str, value: Any) -> tuple[str, str] | None:
+    """Why Trainer argument ``key`` cannot be ``value`` in a trial (the launcher's reason
+    first, then Lightning's), worded after an inline value's "is 0, but" and after the
+    project's files' (or a searched end's): None when it can."""
+    why = launcher_refusal(key, value)
+    if why is not None:
+        return why, why
+    allowed = fit_refusal(key, value)
+    return None if allowed is None else (f"must be {allowed}",
+                                         f"Lightning's fit takes {allowed}")
 
 
 def _known_keys(spec: CliSpec, name: str, middle: Mapping[str, Any], most: int = 24) -> str:
