@@ -12,7 +12,10 @@ MODE:
   lock); OUT gets each hold's ``start end`` (monotonic-free: ``time.time()``).
 * ``hold``: take the ``setup`` lock, print ``held``, and sleep until killed.
 
-Each process waits for the file ``go`` in OUT's folder before it starts, so that all race.
+Each process marks itself ready (``ready-MODE-K`` in OUT's folder) once its study is loaded and
+waits for the file ``go`` there before it starts, so that all race. In ``claim`` mode each
+process then claims one trial and waits for every ready process's first claim before it goes
+on, so that each claims at least one however the machine schedules them.
 """
 
 from __future__ import annotations
@@ -37,11 +40,20 @@ def main() -> None:
     out_path = Path(out)
     cfg = load_config("quickstart", [f"study={name}", f"storage={spec}", "stop.n_trials=1000"])
     study = optuna.load_study(study_name=name, storage=open_storage(spec, create=False))
-    go = out_path.parent / "go"
-    while not go.exists():
+    folder = out_path.parent
+    (folder / f"ready-{out_path.stem}").touch()
+    while not (folder / "go").exists():
         time.sleep(0.01)
     lines: list[str] = []
     if mode == "claim":
+        first = claim_trial(study, cfg)
+        assert first is not None, "nothing to claim"
+        lines.append(str(first.number))
+        (folder / f"first-{out_path.stem}").touch()
+        deadline = time.monotonic() + 120
+        while len(list(folder.glob("first-*"))) < len(list(folder.glob("ready-*"))):
+            assert time.monotonic() < deadline, "another process never claimed its first"
+            time.sleep(0.01)
         while (trial := claim_trial(study, cfg)) is not None:
             lines.append(str(trial.number))
     elif mode == "rank":

@@ -59,6 +59,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from _support import as_user
+
 #: Daemons the cluster runs; client commands the tests use.
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "squeue", "scontrol", "scancel", "sinfo")
@@ -535,11 +537,11 @@ def _start_munged(cluster: SlurmCluster, user: pwd.struct_passwd) -> None:
     key.chmod(0o400)
     for path in (folder, key):
         os.chown(path, user.pw_uid, user.pw_gid)
-    _spawn(cluster, "munged", [
+    _spawn(cluster, "munged", as_user([
         _binary("munged") or "", "--foreground", f"--socket={cluster.munge_socket}",
         f"--key-file={key}", f"--pid-file={folder / 'munged.pid'}",
         f"--log-file={folder / 'munged.log'}", f"--seed-file={folder / 'munged.seed'}",
-    ], user=user.pw_uid, group=user.pw_gid, extra_groups=[])
+    ], user.pw_uid, user.pw_gid))
     munge = _binary("munge") or "munge"
     deadline = time.monotonic() + START_TIMEOUT_S
     while True:

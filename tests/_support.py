@@ -127,6 +127,18 @@ def kill_tree(pid: int) -> None:
             os.kill(target, signal.SIGKILL)
 
 
+_AS_USER = ("import os, sys; uid, gid = int(sys.argv[1]), int(sys.argv[2]); os.setgroups([]); "
+            "os.setgid(gid); os.setuid(uid); os.execv(sys.argv[3], sys.argv[3:])")
+
+
+def as_user(cmd: list[str], uid: int, gid: int) -> list[str]:
+    """``cmd`` run as user ``uid`` (group ``gid``, no other groups) by a small program that
+    drops root's rights and then becomes ``cmd`` (``exec``): ``subprocess``'s own arguments
+    for it (user, group, extra_groups) make it fork the test process, as a ``preexec_fn`` does
+    (:func:`ctrl_c_reaches_children` says why that is not done)."""
+    return [sys.executable, "-I", "-S", "-c", _AS_USER, str(uid), str(gid), *cmd]
+
+
 def ctrl_c_reaches_children() -> None:
     """Make SIGINT caught in this process, so that every program it starts takes Ctrl-C as at a
     terminal (a caught signal is reset to its default by ``exec``; an ignored one stays ignored).

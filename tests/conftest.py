@@ -28,12 +28,11 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 from _pruner_worker import make_storage
-from _support import free_port
+from _support import as_user, free_port
 from optuna.storages import BaseStorage, RDBStorage
 
 _REQUIRE_POSTGRES = "LIGHTNING_HPO_REQUIRE_POSTGRES"
@@ -155,10 +154,12 @@ def _postgres_bindir() -> Path | None:
     return None
 
 
-def _run(cmd: list[str | Path], run_as: dict[str, Any], check: bool = True) -> None:
+def _run(cmd: list[str | Path], run_as: pwd.struct_passwd | None, check: bool = True) -> None:
+    args = [str(part) for part in cmd]
     result = subprocess.run(
-        [str(part) for part in cmd], capture_output=True, text=True, check=False,
-        timeout=_PG_START_TIMEOUT_S + 30, env={**os.environ, "LC_ALL": "C"}, **run_as,
+        args if run_as is None else as_user(args, run_as.pw_uid, run_as.pw_gid),
+        capture_output=True, text=True, check=False, timeout=_PG_START_TIMEOUT_S + 30,
+        env={**os.environ, "LC_ALL": "C"},
     )
     if check and result.returncode != 0:
         raise RuntimeError(
@@ -178,7 +179,7 @@ def postgres_server() -> Iterator[PostgresServer]:
     except ImportError:
         _unavailable("psycopg2 is not installed (pip install psycopg2-binary)")
     assert bindir is not None
-    run_as: dict[str, Any] = {}
+    run_as: pwd.struct_passwd | None = None
     root = Path(tempfile.mkdtemp(prefix="lightning-hpo-pg-"))
     data = root / "data"
     initialized = False
@@ -189,7 +190,7 @@ def postgres_server() -> Iterator[PostgresServer]:
             except KeyError:
                 _unavailable("running as root and there is no `postgres` user to run the server")
             os.chown(root, user.pw_uid, user.pw_gid)
-            run_as = {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+            run_as = user
         try:
             _run([bindir / "initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
                   "--no-sync"], run_as)

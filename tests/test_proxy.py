@@ -113,7 +113,10 @@ def race(mode: str, specs: list[str], study: str, folder: Path, n: int = 10) -> 
                          env=env(), stderr=subprocess.PIPE, text=True)
         for spec, out in zip(specs, outs, strict=True)
     ]
-    time.sleep(2.0)  # all of them imported and waiting
+    ready = [folder / f"ready-{out.stem}" for out in outs]
+    wait_for(lambda: all(path.exists() for path in ready)
+             or any(process.poll() is not None for process in processes),
+             timeout=120, what="every racer's study loaded")
     (folder / "go").touch()
     for process in processes:
         _, err = process.communicate(timeout=240)

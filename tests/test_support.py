@@ -31,10 +31,12 @@ def test_children_take_ctrl_c_when_the_tests_were_started_ignoring_it(reach: boo
 
 
 def test_no_test_forks_the_test_process() -> None:
-    """Once a test has run gRPC in the test process, a fork of it (``preexec_fn``, ``os.fork``)
-    may abort the child in gRPC's fork handlers before it runs anything (one in 20 here):
-    subprocesses are started without them."""
-    pattern = re.compile(r"preexec_fn\s*=|os\.fork\(|get_context\(\s*[\"']fork")
+    """Once a test has run gRPC in the test process, a fork of it (``preexec_fn``, ``os.fork``,
+    or ``subprocess``'s ``user=``/``group=``/``extra_groups=``, which fork as a ``preexec_fn``
+    does) may abort the child in gRPC's fork handlers before it runs anything (one in 20
+    here): subprocesses are started without them (``_support.as_user`` drops root's rights)."""
+    pattern = re.compile(r"preexec_fn\s*=|os\.fork\(|get_context\(\s*[\"']fork|"
+                         r"\bextra_groups\W{0,2}\s*[=:]|\buser\s*=\s*\w+\.pw_uid|\bgroup\s*=\s*\w+\.pw_gid")
     found = [
         f"{path.name}:{number}"
         for path in sorted(TESTS.glob("*.py")) if path.name != "test_support.py"
