@@ -18,6 +18,7 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
+from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import open_storage
 
 TESTS = Path(__file__).resolve().parent
@@ -111,6 +112,15 @@ def children_by_parent() -> dict[int, list[int]]:
                 continue
             children.setdefault(parent, []).append(int(entry))
     return children
+
+
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie not yet reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def kill_tree(pid: int) -> None:
@@ -231,11 +241,13 @@ def wait_for(check: Callable[[], object], timeout: float = 240, what: str = "") 
 
 
 def wait_for_epochs(storage: str, epochs: int = 2, timeout: float = 180) -> None:
-    """Wait until a trial of study ``t`` in ``storage`` has reported ``epochs`` epochs (a
-    trial is running past its first checkpoints: the moment to interrupt it)."""
-    wait_for(lambda: any(len(t.intermediate_values) >= epochs
+    """Wait until a trial of study ``t`` in ``storage`` that is still training has reported
+    ``epochs`` epochs (it is running past its first checkpoints: the moment to interrupt it;
+    one that ended meanwhile does not count)."""
+    wait_for(lambda: any(t.state == TrialState.RUNNING and not is_paused(t)
+                         and len(t.intermediate_values) >= epochs
                          for t in study_of(storage).get_trials(deepcopy=False)),
-             timeout=timeout, what=f"a trial with {epochs} epochs")
+             timeout=timeout, what=f"a running trial with {epochs} epochs")
 
 
 def _journal_with_garbage_inside(folder: Path) -> str:

@@ -176,7 +176,11 @@ def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> N
 def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -> None:
     """With stop.max_retries: 0 a killed worker's trial ends FAIL at once (the default resumes
     it: tests/test_scheduler.py)."""
-    config = config_file(tmp_path, trainer={"max_epochs": 6},
+    # Epochs of at least 0.4 s (SlowLeNet): the trial found running is still running when the
+    # kill comes, however slowly the study is read.
+    config = config_file(tmp_path, model={"name": "_launch_models:SlowLeNet"},
+                         trainer={"max_epochs": 6, "limit_train_batches": 8,
+                                  "limit_val_batches": 2},
                          stop={"n_trials": 6, "max_retries": 0})
     storage = str(tmp_path / "t.journal")
     process = popen(str(config), "--quiet", cwd=tmp_path)
@@ -286,16 +290,16 @@ def test_the_wall_clock_budget_pauses_the_interrupted_trial(tmp_path: Path) -> N
     """A trial still running when stop.max_wallclock_time runs out pauses at its last
     checkpoint with its learning curve and the reason, not FAIL (the next run resumes it); the
     summary names the best value it reached."""
-    # 1000 epochs of 16 batches outlast 25 s on any machine (of 4 batches, a quiet one
+    # 1000 epochs of 16 batches outlast 35 s on any machine (of 4 batches, a quiet one
     # finished them: the trial ended COMPLETE before the budget)
     config = config_file(tmp_path, trainer={"max_epochs": 1000, "limit_train_batches": 16,
                                             "limit_val_batches": 2},
                          devices={"accelerator": "cpu", "count": 1},
-                         stop={"n_trials": 3, "max_wallclock_time": 25})
+                         stop={"n_trials": 3, "max_wallclock_time": 35})
     result = launch(str(config), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
-    reason = "wall-clock budget reached (stop.max_wallclock_time=25 s)"
+    reason = "wall-clock budget reached (stop.max_wallclock_time=35 s)"
     assert f"Study 't' stopped: {reason}." in out
     trial = _budget_trial(study_of(str(tmp_path / "t.journal")))
     assert trial.state == TrialState.RUNNING, trial.user_attrs

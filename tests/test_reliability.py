@@ -55,7 +55,12 @@ def test_forty_trials_survive_ten_random_worker_kills(tmp_path: Path) -> None:
             continue
         # A random moment of the trial; short, so that 10 kills land well before 40 trials end
         # (a killed slot needs seconds to start a new worker, and trials take about a second).
+        # The victim is one still training after the wait: a trial pruned at its first rung
+        # ends within it, and a kill between two trials would be no trial's.
         time.sleep(rng.uniform(0.0, 0.6))
+        pids = [pid for pid in _running_pids(storage) if pid not in killed]
+        if not pids:
+            continue
         victim = rng.choice(pids)
         try:
             os.kill(victim, signal.SIGKILL)
@@ -89,8 +94,11 @@ def test_forty_trials_survive_ten_random_worker_kills(tmp_path: Path) -> None:
 
 def test_a_killed_launcher_resumes_without_losing_or_duplicating(tmp_path: Path) -> None:
     n_trials = 8
-    config = config_file(tmp_path, trainer={"max_epochs": 4, "limit_train_batches": 8,
-                                            "limit_val_batches": 2}, stop={"n_trials": n_trials})
+    # Epochs of at least 0.4 s (SlowLeNet): a trial seen RUNNING is still training when the
+    # launcher is killed, rather than both workers being between trials.
+    config = config_file(tmp_path, model={"name": "_launch_models:SlowLeNet"},
+                         trainer={"max_epochs": 4, "limit_train_batches": 8,
+                                  "limit_val_batches": 2}, stop={"n_trials": n_trials})
     storage = str(tmp_path / "t.journal")
     process = popen(str(config), "--quiet", cwd=tmp_path)
     limit = time.time() + 300

@@ -22,6 +22,7 @@ from _support import (
     children_by_parent,
     config_file,
     finish,
+    gone,
     launch,
     popen,
     study_of,
@@ -309,13 +310,14 @@ def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
         return sum(isinstance(t.user_attrs.get(ATTR.PAUSED), dict) for t in trials) >= 3
 
     wait_for(some_paused, timeout=240, what="3 paused trials")
-    workers = children_by_parent().get(process.pid, []) if with_workers else []
+    workers = children_by_parent().get(process.pid, [])
+    assert workers, "the launcher has no workers"
     os.kill(process.pid, signal.SIGKILL)  # alone, its workers notice and pause
-    for pid in workers:  # with them, their trials' segments are left open in the study
+    for pid in workers if with_workers else []:  # with them, their segments are left open
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     process.communicate(timeout=60)
-    time.sleep(3)
+    wait_for(lambda: all(gone(pid) for pid in workers), timeout=120, what="the workers' exit")
     result = launch(str(config), cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "paused to resume" in result.stdout or "Resuming" in result.stdout
@@ -625,9 +627,9 @@ def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
         "study": "t", "storage": url, "run_dir": str(tmp_path), "model": {"name": "lenet"},
         "space": {"lr": {"loguniform": [0.01, 1.0]}}, "stop": {"n_trials": 2},
         "pruner": {"name": "sync_sh", "min_resource": 1, "max_resource": 2, "reduction_factor": 2},
-        "heartbeat": {"interval": 1, "grace_period": 2},
-    })
-    study, _ = open_study(cfg, open_storage(url, create=False, heartbeat=(1, 2)))
+        "heartbeat": {"interval": 1, "grace_period": 5},  # 5 s between the two next() calls
+    })                                                     # would take a frozen machine
+    study, _ = open_study(cfg, open_storage(url, create=False, heartbeat=(1, 5)))
     one, two = Scheduler(study, cfg), Scheduler(study, cfg)
     for value in (0.5, 0.7):  # both configurations train to rung 1 (with heartbeats), pause
         job = one.next(Owner("w", 1, 0))
@@ -635,7 +637,7 @@ def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
         backend_of(study).record_heartbeat(trial_id_of(job.trial))  # type: ignore[attr-defined]
         job.trial.report(value, 1)
         one.pause(job.trial.number, epoch=1, checkpoint=None, why="rung 1")
-    time.sleep(3)  # paused longer than grace_period
+    time.sleep(6)  # paused longer than grace_period
     job = one.next(Owner("w", 1, 0))  # worker 1 resumes the best (trial 0) to epoch 2 ...
     assert isinstance(job, Assignment) and job.trial.number == 0
     # ... worker 2, before worker 1's first beat, must wait

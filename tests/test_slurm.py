@@ -211,7 +211,8 @@ def test_sigterm_to_every_process_of_a_ddp_slot_stops_it_at_once(tmp_path: Path)
     both ranks leave at the same batch."""
     config = config_file(tmp_path, stop={"n_trials": 3},
                          devices={"accelerator": "cpu", "per_trial": 2},
-                         trainer={"max_epochs": 8, "limit_train_batches": 4,
+                         model={"name": "_launch_models:SlowLeNet"},  # 0.4 s an epoch at least
+                         trainer={"max_epochs": 8, "limit_train_batches": 8,
                                   "limit_val_batches": 2})
     storage = str(tmp_path / "t.journal")
     process = subprocess.Popen(
@@ -231,7 +232,7 @@ def test_sigterm_to_every_process_of_a_ddp_slot_stops_it_at_once(tmp_path: Path)
     out = finish(process, timeout=120)
     stopping = time.monotonic() - signalled
     assert process.returncode == 128 + signal.SIGTERM, out[-3000:]
-    assert stopping < 15, f"it took {stopping:.1f} s to stop"
+    assert stopping < 20, f"it took {stopping:.1f} s to stop (the 30-s DDP hang?)"
     study = study_of(storage)
     assert states(study)["FAIL"] == 0
     (paused,) = [t for t in study.get_trials(deepcopy=False) if ATTR.PAUSED in t.user_attrs]

@@ -95,11 +95,11 @@ def test_sbatch_job_completes(slurm: SlurmCluster, tmp_path: Path) -> None:
 
 
 def test_array_tasks_run_side_by_side(slurm: SlurmCluster, tmp_path: Path) -> None:
-    # Each task waits (up to 10 s) for the other to start: both hold a CPU at once (CR_CPU).
+    # Each task waits (up to 60 s) for the other to start: both hold a CPU at once (CR_CPU).
     job_script = script(tmp_path, (
         "echo $SLURM_ARRAY_TASK_ID > task.$SLURM_ARRAY_TASK_ID\n"
         "other=task.$((1 - SLURM_ARRAY_TASK_ID))\n"
-        "for _ in $(seq 100); do [ -e $other ] && break; sleep 0.1; done\n"
+        "for _ in $(seq 600); do [ -e $other ] && break; sleep 0.1; done\n"
         "[ -e $other ] && echo together\n"
     ))
     job = slurm.sbatch(job_script, "--array=0-1", "-c1", "-o", str(tmp_path / "out.%a"))
