@@ -11,7 +11,11 @@ study therefore ends with exactly ``--n-trials`` trials, and ``PruningCallback``
 after the same epoch. ``num_hiddens_1`` changes a layer's width: were the ranks to disagree, DDP
 would fail on mismatched parameter shapes.
 
-``--record-dir DIR`` makes every rank append what it trained (trial, params, epochs) to
+``--steps N`` trains each trial by optimizer steps instead (``max_steps=N``, a validation
+every 5 batches), reported at each validation (``PruningCallback(..., resource="step")``), with
+ASHA's rungs counted in steps (5, 10, 20, ... up to N): what a model trained by steps uses.
+
+``--record-dir DIR`` makes every rank append what it trained (trial, params, epochs, steps) to
 ``DIR/rank<k>.jsonl``; the test suite uses it to check the ranks against the study.
 """
 
@@ -34,6 +38,8 @@ def main() -> None:
     parser.add_argument("--study", default="ddp-objective", help="study name")
     parser.add_argument("--n-trials", type=int, default=4, help="trials in the study")
     parser.add_argument("--max-epochs", type=int, default=4, help="epochs per trial (max_resource)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="train each trial N optimizer steps, pruned by steps (resource)")
     parser.add_argument("--record-dir", type=Path, default=None,
                         help="append what each rank trained to DIR/rank<k>.jsonl")
     args = parser.parse_args()
@@ -47,11 +53,15 @@ def main() -> None:
             momentum=0.9,
         )
         data = hpo.DigitsDataModule(batch_size=trial.suggest_int("batch_size", 32, 128))
-        pruning = hpo.PruningCallback(trial, monitor="validation_error")
+        by_steps = args.steps is not None
+        pruning = hpo.PruningCallback(trial, monitor="validation_error",
+                                      resource="step" if by_steps else "epoch")
+        length = (dict(max_epochs=-1, max_steps=args.steps, val_check_interval=5) if by_steps
+                  else dict(max_epochs=args.max_epochs))
         trainer = L.Trainer(
-            accelerator="cpu", devices=2, strategy="ddp", max_epochs=args.max_epochs,
-            callbacks=[pruning], logger=False, enable_checkpointing=False,
-            enable_progress_bar=False, enable_model_summary=False,
+            accelerator="cpu", devices=2, strategy="ddp", callbacks=[pruning], logger=False,
+            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+            **length,
         )
         trainer.fit(model, datamodule=data)
         if args.record_dir is not None:
@@ -59,7 +69,8 @@ def main() -> None:
             row = {"rank": trainer.global_rank, "trial": trial.number,
                    "params": {k: model.hparams[k] for k in ("lr", "num_hiddens_1")}
                    | {"batch_size": data.hparams["batch_size"]},
-                   "epochs": trainer.current_epoch, "pruned_at_epoch": pruning.pruned_at_epoch}
+                   "epochs": trainer.current_epoch, "pruned_at_epoch": pruning.pruned_at_epoch,
+                   "steps": trainer.global_step, "pruned_at_step": pruning.pruned_at_step}
             with open(args.record_dir / f"rank{trainer.global_rank}.jsonl", "a") as f:
                 f.write(json.dumps(row) + "\n")
         pruning.raise_if_pruned()
@@ -68,7 +79,9 @@ def main() -> None:
     study = hpo.create_study(
         storage=args.storage, study_name=args.study, load_if_exists=True,
         sampler=optuna.samplers.RandomSampler(seed=0),
-        pruner=hpo.ASHAPruner(min_resource=1, max_resource=args.max_epochs, reduction_factor=2),
+        pruner=hpo.ASHAPruner(min_resource=1, max_resource=args.max_epochs, reduction_factor=2)
+        if args.steps is None else hpo.ASHAPruner(min_resource=5, max_resource=args.steps,
+                                                  reduction_factor=2),
     )
     study.optimize(objective, n_trials=args.n_trials)
     if not hpo.is_follower():

@@ -11,6 +11,11 @@ Reported at the epoch's end, the value is the epoch's last validation (several w
 (``on_epoch=True``) is there too. A ``validate()`` outside ``fit`` reports nothing, and nor does
 an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on).
 
+A model trained by steps (``max_steps`` and ``val_check_interval`` in batches, an epoch longer
+than the search can wait for) takes ``resource="step"``: each validation in ``fit`` is reported
+at ``trainer.global_step`` (optimizer steps done), the pruner's rungs count steps, and a pruned
+trial stops right after that validation, mid-epoch.
+
 An objective that stops training on the pruner's word but forgets
 :meth:`PruningCallback.raise_if_pruned` returns a value, and Optuna records the stopped trial
 COMPLETE, to be compared with trials that trained every epoch. The next ``fit`` with a
@@ -23,7 +28,7 @@ import logging
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import lightning as L
 import optuna
@@ -43,6 +48,11 @@ _logger = logging.getLogger(__name__)
 _stopped: list[tuple[Any, int, int]] = []
 _stopped_lock = threading.Lock()  # study.optimize(n_jobs=...) runs objectives in threads
 _told = False  # the forgotten raise_if_pruned was said (once a process)
+_hinted = False  # "validated often, judged once: resource='step'" was said (once a process)
+
+#: What a ``PruningCallback`` reports at, and what the pruner's rungs count.
+RESOURCES = {"epoch": "the end of each epoch that validated, at epochs completed",
+             "step": "each validation, at optimizer steps done (trainer.global_step)"}
 
 
 class PruningCallback(L.Callback):
@@ -67,6 +77,11 @@ class PruningCallback(L.Callback):
             :class:`HyperbandPruner` rank by Pareto fronts; Optuna's own pruners are refused
             (they read only ``report``'s values), ``NopPruner`` never stops a trial. A value
             logged once (a parameter count) stays in ``callback_metrics`` and counts every epoch.
+        resource: what a report's step counts, and so the pruner's ``min_resource`` and
+            ``max_resource``: ``"epoch"`` (default; reported at the end of each epoch that
+            validated) or ``"step"`` (reported at each validation, at ``trainer.global_step``,
+            for a model trained by steps; a pruned trial stops after that validation, and its
+            user attribute is ``pruned_at_step``).
 
     Example::
 
@@ -77,28 +92,43 @@ class PruningCallback(L.Callback):
             trainer.fit(model, datamodule=DigitsDataModule(batch_size=64))
             pruning.raise_if_pruned()
             return trainer.callback_metrics["validation_error"].item()
+
+        # trained by steps: rungs at 200, 600 and 1800 optimizer steps
+        pruner = ASHAPruner(min_resource=200, max_resource=1800, reduction_factor=3)
+        study = optuna.create_study(pruner=pruner)
+        pruning = PruningCallback(trial, monitor="validation_error", resource="step")
+        trainer = L.Trainer(max_steps=1800, val_check_interval=200, callbacks=[pruning])
     """
 
     def __init__(
-        self, trial: optuna.trial.Trial | Any, monitor: str | Sequence[str] = "validation_error"
+        self, trial: optuna.trial.Trial | Any, monitor: str | Sequence[str] = "validation_error",
+        resource: Literal["epoch", "step"] = "epoch",
     ) -> None:
         super().__init__()
+        if resource not in RESOURCES:
+            raise ConfigError("resource", f"is {resource!r}; allowed: " + "; ".join(
+                f"'{name}' (reports at {what})" for name, what in RESOURCES.items()))
         self.trial = trial
         self.monitor = monitor
+        self.resource = resource
         self._monitors = _monitor_names(monitor)
         self.pruned_at_epoch: int | None = None
+        self.pruned_at_step: int | None = None
         self._validated = False  # fit validated during the current epoch
-        self._reported = False  # anything reported during this fit
+        self._reported = 0  # steps reported during this fit
+        self._validations = 0  # validations during this fit
+        self._last_step = 0  # the last step reported (resource="step")
 
     @property
     def pruned(self) -> bool:
         """True once the pruner stopped this trial."""
-        return self.pruned_at_epoch is not None
+        return self.pruned_at_epoch is not None or self.pruned_at_step is not None
 
     @override
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.pruned_at_epoch = None
-        self._validated = self._reported = False
+        self.pruned_at_epoch = self.pruned_at_step = None
+        self._validated = False
+        self._reported = self._validations = self._last_step = 0
         if trainer.is_global_zero:
             _say_if_a_stopped_trial_completed()
         if trainer.world_size > 1:
@@ -117,39 +147,72 @@ class PruningCallback(L.Callback):
 
     @override
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
+        if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
+            return
+        self._validations += 1
+        if self.resource == "epoch":
             self._validated = True  # reported at the epoch's end, its last validation's value
+        elif trainer.global_step > self._last_step and not self.pruned:
+            self._last_step = trainer.global_step  # a step is reported once (Optuna's rule)
+            self._decide(trainer, trainer.global_step)
 
     @override
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not self._validated or self.pruned:
+        if self.resource != "epoch" or not self._validated or self.pruned:
             return
         self._validated = False
-        self._reported = True
-        step = trainer.current_epoch + 1
+        self._decide(trainer, trainer.current_epoch + 1)
+
+    def _decide(self, trainer: L.Trainer, step: int) -> None:
+        """Every rank: report the monitored values at ``step`` (rank 0), and stop training
+        when the pruner says so (rank 0's answer, broadcast)."""
+        self._reported += 1
         values = [self._read_metric(trainer, name) for name in self._monitors]
         should_prune = False
         if trainer.is_global_zero:
             should_prune = self._report(values, step)
         should_prune = trainer.strategy.broadcast(should_prune, src=0)
         if should_prune:
-            self.pruned_at_epoch = step
+            if self.resource == "epoch":
+                self.pruned_at_epoch = step
+            else:
+                self.pruned_at_step = step
             if trainer.is_global_zero:
-                self.trial.set_user_attr(ATTR.PRUNED_AT_EPOCH, step)
+                attr = ATTR.PRUNED_AT_EPOCH if self.resource == "epoch" else ATTR.PRUNED_AT_STEP
+                self.trial.set_user_attr(attr, step)
                 _remember_stopped(self.trial)
                 shown = ", ".join(f"{n}={v:.4g}"
                                   for n, v in zip(self._monitors, values, strict=True))
-                _logger.info("trial %d pruned at epoch %d (%s)", self.trial.number, step, shown)
+                _logger.info("trial %d pruned at %s %d (%s)", self.trial.number, self.resource,
+                             step, shown)
         trainer.should_stop = trainer.should_stop or should_prune
 
     @override
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if not self._reported and trainer.is_global_zero and trainer.current_epoch > 0:
+        global _hinted
+        if not trainer.is_global_zero:
+            return
+        if not self._reported and (trainer.current_epoch > 0 or trainer.global_step > 0):
+            if self.resource == "step" and self._validations:
+                _logger.warning(
+                    "PruningCallback: trial %d validated only before its first optimizer step, "
+                    "so nothing was reported and the pruner could not stop it",
+                    self.trial.number)
+                return
             _logger.warning(
                 "PruningCallback: trial %d trained %d epoch(s) and reported nothing: fit never "
                 "validated (no val_dataloader, limit_val_batches=0, or check_val_every_n_epoch "
                 "above the epochs), so the pruner could not stop it",
                 self.trial.number, trainer.current_epoch)
+        elif (self.resource == "epoch" and self._reported <= 1 and self._validations > 1
+              and not self.pruned and not _hinted):
+            _hinted = True
+            _logger.warning(
+                "PruningCallback: trial %d validated %d times in %d epoch(s), and the pruner "
+                "judged it at epoch ends only (%d time(s)): for a model trained by steps, "
+                "PruningCallback(..., resource='step') reports each validation at its "
+                "global_step (the pruner's rungs then count steps); said once",
+                self.trial.number, self._validations, trainer.current_epoch, self._reported)
 
     def _report(self, values: list[float], step: int) -> bool:
         """Rank 0: report the epoch's values to the trial; whether the pruner stops it."""
@@ -207,6 +270,10 @@ class PruningCallback(L.Callback):
         if self.pruned_at_epoch is not None:
             raise optuna.TrialPruned(
                 f"trial {self.trial.number} pruned at epoch {self.pruned_at_epoch}"
+            )
+        if self.pruned_at_step is not None:
+            raise optuna.TrialPruned(
+                f"trial {self.trial.number} pruned at step {self.pruned_at_step}"
             )
 
 

@@ -254,7 +254,8 @@ class ASHAPruner(optuna.pruners.BasePruner):
     nothing. Records are shared by every process on the storage.
 
     Args:
-        min_resource: the first rung, in epochs completed (``>= 1``).
+        min_resource: the first rung, in epochs completed (``>= 1``; in optimizer steps with
+            ``PruningCallback(..., resource="step")``, and so ``max_resource``).
         max_resource: the epochs a trial may train (``>= min_resource``), the last rung, where
             no decision is made; ``None`` for an unbounded ladder. Keyword-only, as
             ``reduction_factor``: Optuna's ``SuccessiveHalvingPruner`` takes
@@ -352,7 +353,9 @@ class HyperbandPruner(HyperbandBase):
     trial's own bracket, the one hook Optuna offers; nothing of the parent's algorithm runs.
 
     Args:
-        min_resource: the first rung of the most aggressive bracket, in epochs (``>= 1``).
+        min_resource: the first rung of the most aggressive bracket, in epochs (``>= 1``; in
+            optimizer steps with ``PruningCallback(..., resource="step")``, and so
+            ``max_resource``).
         max_resource: the epochs a trial may train (``>= min_resource``); required, so that
             every process has the same brackets from the start.
         reduction_factor: keep one in ``reduction_factor`` trials at each rung (``>= 2``).

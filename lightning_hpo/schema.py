@@ -96,6 +96,8 @@ class ATTR:
     FAIL_REASON = "fail_reason"  # why a FAIL trial failed
     STOP_REASON = "stop_reason"  # why the study's budget stopped a PRUNED trial, and where
     PRUNED_AT_EPOCH = "pruned_at_epoch"  # the epoch at which the pruner (or a schedule) stopped it
+    # the optimizer step at which the pruner stopped it (PruningCallback(resource="step"))
+    PRUNED_AT_STEP = "pruned_at_step"
     # Pausing schedules and crash resume (the launcher's scheduler, lightning_hpo.launch.scheduler)
     PAUSED = "paused"  # a dict while the trial waits between segments (see PAUSED_KEYS), else None
     TARGET = "target_epoch"  # the epoch its segment in flight trains to (int)

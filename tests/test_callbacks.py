@@ -195,6 +195,35 @@ def test_ddp_example_trains_each_trial_on_both_ranks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ddp_example_by_steps_stops_both_ranks_at_the_same_step(tmp_path: Path) -> None:
+    """``--steps 20``: trials trained by optimizer steps on 2 DDP ranks, reported at each
+    validation's global step (every 5 batches of an epoch), rungs at steps 5 and 10: both ranks of a
+    pruned trial stop at the step the pruner decided, mid-epoch where it falls there."""
+    n_trials, storage = 4, f"sqlite:///{tmp_path / 'ddp.db'}"
+    result = _run([str(ROOT / "examples" / "ddp_objective.py"), "--storage", storage,
+                   "--n-trials", str(n_trials), "--steps", "20",
+                   "--record-dir", str(tmp_path / "ranks")], tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = optuna.load_study(study_name="ddp-objective", storage=storage).get_trials(
+        deepcopy=False)
+    rows = {rank: [json.loads(line) for line in
+                   (tmp_path / "ranks" / f"rank{rank}.jsonl").read_text().splitlines()]
+            for rank in (0, 1)}
+    assert [r["trial"] for r in rows[0]] == [r["trial"] for r in rows[1]] == list(range(n_trials))
+    for trial, zero, one in zip(trials, rows[0], rows[1], strict=True):
+        assert (zero["steps"], zero["pruned_at_step"]) == (one["steps"], one["pruned_at_step"])
+        assert zero["pruned_at_epoch"] is None
+        reported = sorted(trial.intermediate_values)
+        assert reported[0] == 5, reported  # the first validation, after 5 batches
+        if trial.state == TrialState.PRUNED:
+            assert trial.user_attrs["pruned_at_step"] == zero["pruned_at_step"] == zero["steps"]
+            assert max(reported) == zero["steps"] < 20
+        else:
+            assert trial.state == TrialState.COMPLETE and zero["steps"] == 20
+    assert sum(t.state == TrialState.PRUNED for t in trials) >= 1
+
+
+@pytest.mark.slow
 def test_plain_optuna_study_under_ddp_is_refused_not_silently_wrong(tmp_path: Path) -> None:
     """The failure optuna-integration has: each rank asks its own trial. We stop it loudly."""
     script = tmp_path / "plain.py"
@@ -312,3 +341,127 @@ def test_a_fit_without_validation_says_that_nothing_was_reported(
     assert study.trials[0].intermediate_values == {}
     (record,) = [r for r in caplog.records if r.name == "lightning_hpo.callbacks"]
     assert "trained 2 epoch(s) and reported nothing: fit never validated" in record.message
+
+
+# --- resource="step": a model trained by steps -----------------------------------------------
+
+
+@pytest.fixture
+def fresh_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The once-a-process hint about resource='step' not yet said in this process."""
+    monkeypatch.setattr(callbacks, "_hinted", False)
+
+
+def test_resource_step_reports_each_validation_at_its_global_step() -> None:
+    """``val_check_interval=2`` on 4-batch epochs, ``max_steps=10``: five validations, two an
+    epoch, each reported at the optimizer steps done then (the epoch-based default reports
+    two values for the same fit, at epochs 1 and 2)."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen", resource="step")
+    trainer = _trainer(callback, max_epochs=-1, max_steps=10, val_check_interval=2)
+    trainer.fit(_Progress(), _loader(), _loader())
+    assert trainer.global_step == 10
+    assert study.trials[0].intermediate_values == {2: 0.5, 4: 1.0, 6: 1.5, 8: 2.0, 10: 2.5}
+    assert not callback.pruned
+
+
+def test_resource_step_stops_right_after_the_validation_the_pruner_stopped() -> None:
+    """Pruned at step 4 (the second validation, the end of the first epoch's 4 batches... of
+    a 20-step fit): no optimizer step after it, the step recorded, raise_if_pruned says it."""
+    study = optuna.create_study(pruner=PruneAt(4))
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen", resource="step")
+    trainer = _trainer(callback, max_epochs=-1, max_steps=20, val_check_interval=2)
+    trainer.fit(_Progress(), _loader(), _loader())
+    assert trainer.global_step == 4
+    assert (callback.pruned_at_step, callback.pruned_at_epoch) == (4, None)
+    with pytest.raises(optuna.TrialPruned, match="pruned at step 4"):
+        callback.raise_if_pruned()
+    study.tell(trial, state=TrialState.PRUNED)
+    frozen = study.trials[0]
+    assert frozen.intermediate_values == {2: 0.5, 4: 1.0}
+    assert frozen.user_attrs == {"pruned_at_step": 4}
+
+
+def test_resource_step_pruned_mid_epoch_stops_in_that_epoch() -> None:
+    """Pruned at step 6, half-way through the second epoch: training ends there."""
+    study = optuna.create_study(pruner=PruneAt(6))
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="epochs_seen", resource="step")
+    trainer = _trainer(callback, max_epochs=5, val_check_interval=2)
+    trainer.fit(_Progress(), _loader(), _loader())
+    assert (trainer.global_step, trainer.current_epoch) == (6, 2)  # the second, cut short
+    assert sorted(study.trials[0].intermediate_values) == [2, 4, 6]
+
+
+def test_resource_step_ranks_by_asha_rungs_counted_in_steps() -> None:
+    """``ASHAPruner(2, 8, 2)`` in steps, validated at the third batch of each 4-batch epoch
+    (steps 3 and 7): each report is recorded at the rung it passed (2, then 4), as rungs in
+    epochs are; two equal trials both go on (ties continue)."""
+    from lightning_hpo import ASHAPruner
+    from lightning_hpo._rung_store import rung_records
+
+    study = optuna.create_study(pruner=ASHAPruner(min_resource=2, max_resource=8,
+                                                  reduction_factor=2))
+    for _ in range(2):  # the same values twice
+        trial = study.ask()
+        callback = PruningCallback(trial, monitor="epochs_seen", resource="step")
+        _trainer(callback, max_epochs=-1, max_steps=8, val_check_interval=3).fit(
+            _Progress(), _loader(), _loader())
+        assert not callback.pruned
+        study.tell(trial, 0.0)
+    records = {(r.rung, r.trial_number) for r in rung_records(study)}
+    assert records == {(2, 0), (4, 0), (2, 1), (4, 1)}
+    assert [sorted(t.intermediate_values) for t in study.trials] == [[3, 7]] * 2
+
+
+class _TwoMetrics(_Progress):
+    """Also logs ``epochs_left`` (4 minus ``epochs_seen``) when it validates."""
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        super().validation_step(batch, batch_idx)
+        seen = self.trainer.fit_loop.epoch_loop.batch_progress.current.completed
+        self.log("epochs_left", 4 - self.current_epoch - seen / self.trainer.num_training_batches)
+
+
+def test_resource_step_with_several_objectives_writes_each_steps_values() -> None:
+    from lightning_hpo.schema import objective_curve
+
+    study = optuna.create_study(directions=["minimize", "maximize"],
+                                pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor=["epochs_seen", "epochs_left"], resource="step")
+    _trainer(callback, max_epochs=-1, max_steps=4, val_check_interval=2).fit(
+        _TwoMetrics(), _loader(), _loader())
+    assert objective_curve(study.trials[0]) == {2: (0.5, 3.5), 4: (1.0, 3.0)}
+
+
+def test_an_unknown_resource_is_refused_naming_both() -> None:
+    trial = optuna.create_study().ask()
+    with pytest.raises(ConfigError) as info:
+        PruningCallback(trial, resource="steps")  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "resource: is 'steps'; allowed: 'epoch' (reports at the end of each epoch that "
+        "validated, at epochs completed); 'step' (reports at each validation, at optimizer "
+        "steps done (trainer.global_step))")
+
+
+def test_a_fit_judged_once_though_it_validated_often_points_at_resource_step(
+    fresh_hint: None, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One long epoch validated 4 times (``val_check_interval=0.25``): the pruner judged it
+    once, at its end, so it could not stop it; said once a process, and not for a fit the
+    pruner judged at several epochs."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    with caplog.at_level("WARNING", logger="lightning_hpo.callbacks"):
+        for epochs in (1, 2, 1):
+            callback = PruningCallback(study.ask(), monitor="epochs_seen")
+            _trainer(callback, max_epochs=epochs, val_check_interval=0.25).fit(
+                _Progress(), _loader(), _loader())
+    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo.callbacks"]
+    assert said == [
+        "PruningCallback: trial 0 validated 4 times in 1 epoch(s), and the pruner judged it at "
+        "epoch ends only (1 time(s)): for a model trained by steps, PruningCallback(..., "
+        "resource='step') reports each validation at its global_step (the pruner's rungs then "
+        "count steps); said once"]

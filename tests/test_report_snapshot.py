@@ -230,3 +230,21 @@ def test_segment_entries_settle_into_one_stretch_at_a_time(
     assert trial.device_seconds == pytest.approx(
         sum(b - a for a, b, _ in spans if b is not None) or None)
     plot_timeline(trials_frame(study), study_info(study), None, segments_frame(study))
+
+
+@pytest.mark.parametrize(("attrs", "who"), [
+    ({ATTR.STOP_REASON: "wall-clock budget reached"}, "budget"),
+    ({ATTR.STOP_REASON: "wall-clock budget reached", ATTR.PRUNED_AT_EPOCH: 3}, "pruner"),
+    ({ATTR.STOP_REASON: "wall-clock budget reached", ATTR.PRUNED_AT_STEP: 600}, "pruner"),
+    ({ATTR.PRUNED_AT_STEP: 600}, "pruner"),
+], ids=["budget", "pruner-at-epoch", "pruner-at-step", "pruner-no-reason"])
+def test_a_pruned_trial_is_the_pruners_when_it_recorded_where_it_stopped(
+    attrs: dict[str, Any], who: str,
+) -> None:
+    """``pruned_at_step`` (``PruningCallback(..., resource="step")``) says the pruner stopped
+    the trial as ``pruned_at_epoch`` does, though the study's budget left its reason too."""
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(
+        state=TrialState.PRUNED, intermediate_values={200: 0.5, 600: 0.4}, user_attrs=attrs))
+    (trial,) = StudySnapshot.read(study).trials
+    assert trial.stopped_by == who

@@ -374,9 +374,9 @@ def _epoch_times(steps: list[int], recorded: list[float | None]) -> tuple[float 
 def _stopped_by(frozen: FrozenTrial) -> tuple[Literal["pruner", "budget"] | None, str | None]:
     """Who stopped a PRUNED trial, and the launcher's words when the study's budget did.
 
-    The pruner stopped it at an epoch (``pruned_at_epoch``), or a schedule did not promote it
-    from the rung it waited at (its last pause, left behind, was at a rung); else a stop reason
-    means the study's budget.
+    The pruner stopped it at an epoch or a step (``pruned_at_epoch``, ``pruned_at_step``), or
+    a schedule did not promote it from the rung it waited at (its last pause, left behind, was
+    at a rung); else a stop reason means the study's budget.
     """
     attrs = frozen.user_attrs
     reason = attrs.get(ATTR.STOP_REASON)
@@ -384,7 +384,8 @@ def _stopped_by(frozen: FrozenTrial) -> tuple[Literal["pruner", "budget"] | None
     if frozen.state != TrialState.PRUNED:
         return None, reason
     left = Pause.read(attrs.get(ATTR.PAUSED))
-    decided = as_count(attrs.get(ATTR.PRUNED_AT_EPOCH)) is not None or (
+    decided = any(as_count(attrs.get(name)) is not None
+                  for name in (ATTR.PRUNED_AT_EPOCH, ATTR.PRUNED_AT_STEP)) or (
         left is not None and left.at_rung)
     return ("budget" if reason is not None and not decided else "pruner"), reason
 
