@@ -173,13 +173,14 @@ class PruningCallback(L.Callback):
             should_prune = self._report(values, step)
         should_prune = trainer.strategy.broadcast(should_prune, src=0)
         if should_prune:
-            if self.resource == "epoch":
+            by_epoch = self.resource == "epoch"
+            if by_epoch:
                 self.pruned_at_epoch = step
             else:
                 self.pruned_at_step = step
             if trainer.is_global_zero:
-                attr = ATTR.PRUNED_AT_EPOCH if self.resource == "epoch" else ATTR.PRUNED_AT_STEP
-                self.trial.set_user_attr(attr, step)
+                self.trial.set_user_attr(
+                    ATTR.PRUNED_AT_EPOCH if by_epoch else ATTR.PRUNED_AT_STEP, step)
                 _remember_stopped(self.trial)
                 shown = ", ".join(f"{n}={v:.4g}"
                                   for n, v in zip(self._monitors, values, strict=True))
@@ -267,14 +268,9 @@ class PruningCallback(L.Callback):
             trainer.fit(model, datamodule=data)
             pruning.raise_if_pruned()   # Optuna records the trial as PRUNED
         """
-        if self.pruned_at_epoch is not None:
-            raise optuna.TrialPruned(
-                f"trial {self.trial.number} pruned at epoch {self.pruned_at_epoch}"
-            )
-        if self.pruned_at_step is not None:
-            raise optuna.TrialPruned(
-                f"trial {self.trial.number} pruned at step {self.pruned_at_step}"
-            )
+        for unit, at in (("epoch", self.pruned_at_epoch), ("step", self.pruned_at_step)):
+            if at is not None:
+                raise optuna.TrialPruned(f"trial {self.trial.number} pruned at {unit} {at}")
 
 
 def _remember_stopped(trial: Any) -> None:

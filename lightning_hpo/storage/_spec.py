@@ -247,7 +247,7 @@ class StorageSpec:
                 _ping(spec)
                 return "server reachable"
             what = "SQLite database" if kind == "sqlite" else "journal file"
-            if not _check_local(path, spec):
+            if not _check_local(path, self):
                 return f"new {what}"
             if kind == "sqlite":
                 return what
@@ -290,10 +290,10 @@ class StorageSpec:
             if path is not None:
                 if not create and not path.exists():
                     what = "SQLite database" if self.is_rdb else "journal file"
-                    hint = ("" if self.is_rdb or path.suffix.lower() not in SQLITE_SUFFIXES
-                            else f" (an SQLite database is named sqlite:///{path})")
+                    hint = (f" (an SQLite database is named sqlite:///{path})"
+                            if _journal_named_as_sqlite(path, self) else "")
                     raise FileNotFoundError(f"no {what} at {path}{hint}")
-                _check_local(path, spec)
+                _check_local(path, self)
                 if create:
                     path.parent.mkdir(parents=True, exist_ok=True)
             if self.is_proxy:
@@ -328,14 +328,20 @@ def open_storage(
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3", ".db3")
 
 
-def _check_local(path: Path, spec: str) -> bool:
+def _journal_named_as_sqlite(path: Path, storage: StorageSpec) -> bool:
+    """A plain path (a journal file) whose name is an SQLite database's (``runs/x.db``)."""
+    return not storage.is_rdb and path.suffix.lower() in SQLITE_SUFFIXES
+
+
+def _check_local(path: Path, storage: StorageSpec) -> bool:
     """Refuse a folder or a non-SQLite file; a missing file must be creatable, and a missing
     journal file not be named as an SQLite database (``runs/x.db``). True: it exists.
 
     A journal file's content is checked when it is opened (:func:`_open_journal`).
     """
+    spec = storage.text
     if not path.exists():
-        if not StorageSpec(spec).is_rdb and path.suffix.lower() in SQLITE_SUFFIXES:
+        if _journal_named_as_sqlite(path, storage):
             raise ConfigError("storage", f"{mask(spec)} would be a new journal file (a plain "
                               "path names one), but its name is an SQLite database's: give "
                               f"sqlite:///{path} for SQLite, or name the journal "
@@ -343,9 +349,9 @@ def _check_local(path: Path, spec: str) -> bool:
         _check_creatable(path, spec)
         return False
     if path.is_dir():
-        what = "an SQLite database" if StorageSpec(spec).is_rdb else "a journal file"
+        what = "an SQLite database" if storage.is_rdb else "a journal file"
         raise ConfigError("storage", f"{mask(spec)} is a folder, not {what}")
-    if StorageSpec(spec).is_rdb:
+    if storage.is_rdb:
         _check_sqlite(path, spec)
     return True
 
