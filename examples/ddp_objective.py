@@ -35,7 +35,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--storage", default="sqlite:///runs/ddp_objective.db",
                         help="Optuna storage URL every rank can open (default: %(default)s)")
-    parser.add_argument("--study", default="ddp-objective", help="study name")
+    parser.add_argument("--study", default=None,
+                        help="study name (default: ddp-objective, or ddp-objective-steps with "
+                             "--steps: a study counts epochs or steps, not both)")
     parser.add_argument("--n-trials", type=int, default=4, help="trials in the study")
     parser.add_argument("--max-epochs", type=int, default=4, help="epochs per trial (max_resource)")
     parser.add_argument("--steps", type=int, default=None,
@@ -43,6 +45,8 @@ def main() -> None:
     parser.add_argument("--record-dir", type=Path, default=None,
                         help="append what each rank trained to DIR/rank<k>.jsonl")
     args = parser.parse_args()
+    if args.study is None:
+        args.study = "ddp-objective" if args.steps is None else "ddp-objective-steps"
     if args.storage.startswith("sqlite:///") and not hpo.is_follower():
         Path(args.storage.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
 

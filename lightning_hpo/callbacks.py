@@ -14,7 +14,9 @@ an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on).
 A model trained by steps (``max_steps`` and ``val_check_interval`` in batches, an epoch longer
 than the search can wait for) takes ``resource="step"``: each validation in ``fit`` is reported
 at ``trainer.global_step`` (optimizer steps done), the pruner's rungs count steps, and a pruned
-trial stops right after that validation, mid-epoch.
+trial stops right after that validation, mid-epoch. The first callback to fit in a study
+writes which it counts (:data:`~lightning_hpo.schema.RESOURCE_ATTR`), for the report to name
+them; a callback of the other resource in that study is refused when its fit starts.
 
 An objective that stops training on the pruner's word but forgets
 :meth:`PruningCallback.raise_if_pruned` returns a value, and Optuna records the stopped trial
@@ -27,18 +29,20 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import lightning as L
 import optuna
 from lightning.pytorch.trainer.states import TrainerFn
+from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 from typing_extensions import override
 
-from lightning_hpo._optuna import storage_of, trial_id_of
+from lightning_hpo._optuna import storage_of, study_id_of, trial_id_of
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.schema import ATTR, with_objective_values
+from lightning_hpo.schema import ATTR, RESOURCE_ATTR, with_objective_values
 
 __all__ = ["PruningCallback"]
 
@@ -46,7 +50,10 @@ _logger = logging.getLogger(__name__)
 
 #: Trials a callback of this process stopped, not yet seen ended: (storage, trial id, number).
 _stopped: list[tuple[Any, int, int]] = []
-_stopped_lock = threading.Lock()  # study.optimize(n_jobs=...) runs objectives in threads
+_lock = threading.Lock()  # _stopped and _resources: study.optimize(n_jobs=...) uses threads
+#: What each study's reported steps count, as read or written by this process (_note_resource):
+#: storage -> {study id: resource}.
+_resources: weakref.WeakKeyDictionary[BaseStorage, dict[int, str]] = weakref.WeakKeyDictionary()
 _told = False  # the forgotten raise_if_pruned was said (once a process)
 _hinted = False  # "validated often, judged once: resource='step'" was said (once a process)
 
@@ -81,7 +88,10 @@ class PruningCallback(L.Callback):
             ``max_resource``: ``"epoch"`` (default; reported at the end of each epoch that
             validated) or ``"step"`` (reported at each validation, at ``trainer.global_step``,
             for a model trained by steps; a pruned trial stops after that validation, and its
-            user attribute is ``pruned_at_step``).
+            user attribute is ``pruned_at_step``). One study counts one of them: the first
+            callback's, written as the study's
+            :data:`~lightning_hpo.schema.RESOURCE_ATTR`, which the report reads; ``fit`` with
+            the other raises :class:`~lightning_hpo.errors.ConfigError`.
 
     Example::
 
@@ -129,21 +139,28 @@ class PruningCallback(L.Callback):
         self.pruned_at_epoch = self.pruned_at_step = None
         self._validated = False
         self._reported = self._validations = self._last_step = 0
+        refusal = None
         if trainer.is_global_zero:
             _say_if_a_stopped_trial_completed()
-        if trainer.world_size > 1:
-            self._check_same_trial_on_every_rank(trainer)
+            refusal = _note_resource(self.trial, self.resource)
+        if trainer.world_size > 1:  # every rank raises rank 0's refusal: none waits for it
+            refusal = self._check_same_trial_on_every_rank(trainer, refusal)
+        if refusal is not None:
+            raise ConfigError("resource", refusal)
 
-    def _check_same_trial_on_every_rank(self, trainer: L.Trainer) -> None:
+    def _check_same_trial_on_every_rank(self, trainer: L.Trainer, refusal: str | None
+                                        ) -> str | None:
+        """Raise unless every rank trains rank 0's trial; rank 0's ``refusal``, on every rank."""
         mine = (self.trial.number, dict(self.trial.params))
-        leader = trainer.strategy.broadcast(mine, src=0)
-        if leader != mine:
+        *leader, refusal = trainer.strategy.broadcast((*mine, refusal), src=0)
+        if tuple(leader) != mine:
             raise RuntimeError(
                 f"lightning_hpo: rank {trainer.global_rank} trains trial {mine[0]} {mine[1]} but "
                 f"rank 0 trains trial {leader[0]} {leader[1]}. Under strategy='ddp' every rank "
                 "re-runs the script and asks its own trial; create the study with "
                 "lightning_hpo.create_study(...) / load_study(...) so all ranks follow rank 0."
             )
+        return refusal
 
     @override
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
@@ -273,12 +290,40 @@ class PruningCallback(L.Callback):
                 raise optuna.TrialPruned(f"trial {self.trial.number} pruned at {unit} {at}")
 
 
+def _note_resource(trial: Any, resource: str) -> str | None:
+    """Rank 0 at a fit's start: the study's :data:`~lightning_hpo.schema.RESOURCE_ATTR`, written
+    when missing; why not to go on when the study already counts its steps otherwise.
+
+    The report reads it to name the steps (epochs or optimizer steps). One read per study and
+    process, one write per study. A study whose pruner compared epochs cannot go on by steps,
+    nor the reverse: its rung records would mix the two.
+    """
+    study = getattr(trial, "study", None)
+    if study is None or not hasattr(trial, "_trial_id"):  # a FixedTrial, a replay
+        return None
+    storage, study_id = storage_of(study), study_id_of(study)
+    with _lock:
+        known = _resources.setdefault(storage, {})
+        stored = known.get(study_id)
+        if stored is None:
+            stored = storage.get_study_system_attrs(study_id).get(RESOURCE_ATTR)
+            if stored not in RESOURCES:  # none yet (or not ours to read): this callback's
+                storage.set_study_system_attr(study_id, RESOURCE_ATTR, resource)
+                stored = resource
+            known[study_id] = stored
+    if stored == resource:
+        return None
+    return (f"is {resource!r}, but study '{study.study_name}' counts {stored}s (its first "
+            f"PruningCallback had resource={stored!r}), and its pruner's rungs cannot mix epochs "
+            f"and steps; keep resource={stored!r} or use a new study_name")
+
+
 def _remember_stopped(trial: Any) -> None:
     """Keep a trial the pruner stopped, to see later how the objective ended it."""
     study = getattr(trial, "study", None)
     if study is None or not hasattr(trial, "_trial_id"):  # a FixedTrial, a replay
         return
-    with _stopped_lock:
+    with _lock:
         _stopped.append((storage_of(study), trial_id_of(trial), trial.number))
 
 
@@ -286,7 +331,7 @@ def _say_if_a_stopped_trial_completed() -> None:
     """Warn, once a process, when a trial the pruner stopped ended COMPLETE: its objective
     returned a value instead of calling :meth:`PruningCallback.raise_if_pruned`."""
     global _told
-    with _stopped_lock:
+    with _lock:
         if _told:
             _stopped.clear()
             return

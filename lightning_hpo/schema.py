@@ -14,9 +14,11 @@ What a study may hold:
 * for the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
   resume, a paused trial stays RUNNING in Optuna's terms with :data:`ATTR.PAUSED <ATTR>` set,
   and its training segments are listed in :data:`ATTR.SEGMENTS <ATTR>`;
-* per study, a **user attribute** :data:`CONFIG_ATTR` (the launcher's config, storage masked)
-  and a **system attribute** :data:`PRUNER_ATTR` (the pruner's rung ladders, written by the
-  pruner itself, so studies driven by the callback alone carry it too);
+* per study, a **user attribute** :data:`CONFIG_ATTR` (the launcher's config, storage masked),
+  a **system attribute** :data:`PRUNER_ATTR` (the pruner's rung ladders, written by the
+  pruner itself, so studies driven by the callback alone carry it too) and a **system
+  attribute** :data:`RESOURCE_ATTR` (what the callback's reported steps count: epochs or
+  optimizer steps);
 * rung records: the table :data:`RUNG_RECORD_TABLE` in an RDB storage's own database, or study
   system attributes named ``{RUNG_ATTR_PREFIX}{bracket}:{rung}:{trial_number}`` elsewhere.
 
@@ -53,6 +55,7 @@ __all__ = [
     "CONFIG_ATTR",
     "PAUSED_KEYS",
     "PRUNER_ATTR",
+    "RESOURCE_ATTR",
     "RUNG_ATTR_PREFIX",
     "RUNG_RECORD_TABLE",
     "RUNG_VECTOR_ATTR_PREFIX",
@@ -133,6 +136,12 @@ CONFIG_ATTR = "lightning_hpo:config"
 
 #: Study system attribute: the pruner's settings and rung ladders (JSON), see the pruners.
 PRUNER_ATTR = "lightning_hpo:pruner"
+
+#: Study system attribute: what the steps reported to the study count, ``"epoch"`` (epochs
+#: completed) or ``"step"`` (optimizer steps done), as the first
+#: :class:`~lightning_hpo.callbacks.PruningCallback` to report in the study wrote it; a study
+#: without it (the launcher's, a plain Optuna study) counts epochs.
+RESOURCE_ATTR = "lightning_hpo:resource"
 
 #: Trial system attribute: the Hyperband bracket a trial was assigned to (int).
 BRACKET_ATTR = "lightning_hpo:bracket"

@@ -17,7 +17,9 @@ import pytest
 from optuna.trial import TrialState
 
 from lightning_hpo import DigitsDataModule, LeNet, PruningCallback, callbacks
+from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.schema import RESOURCE_ATTR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -204,7 +206,7 @@ def test_ddp_example_by_steps_stops_both_ranks_at_the_same_step(tmp_path: Path) 
                    "--n-trials", str(n_trials), "--steps", "20",
                    "--record-dir", str(tmp_path / "ranks")], tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    trials = optuna.load_study(study_name="ddp-objective", storage=storage).get_trials(
+    trials = optuna.load_study(study_name="ddp-objective-steps", storage=storage).get_trials(
         deepcopy=False)
     rows = {rank: [json.loads(line) for line in
                    (tmp_path / "ranks" / f"rank{rank}.jsonl").read_text().splitlines()]
@@ -221,6 +223,17 @@ def test_ddp_example_by_steps_stops_both_ranks_at_the_same_step(tmp_path: Path) 
         else:
             assert trial.state == TrialState.COMPLETE and zero["steps"] == 20
     assert sum(t.state == TrialState.PRUNED for t in trials) >= 1
+    # The same study by epochs: both ranks refuse at the fit's start (none waits for the other)
+    again = _run([str(ROOT / "examples" / "ddp_objective.py"), "--storage", storage,
+                  "--study", "ddp-objective-steps", "--n-trials", "1"], tmp_path, timeout=300)
+    assert again.returncode != 0
+    said = again.stdout + again.stderr
+    refusal = "resource: is 'epoch', but study 'ddp-objective-steps' counts steps"
+    for rank in (0, 1):  # each rank ended on it
+        assert any(line.startswith(f"[rank{rank}]") and refusal in line
+                   for line in said.splitlines()), said[-3000:]
+    after = optuna.load_study(study_name="ddp-objective-steps", storage=storage).trials
+    assert len(after) == n_trials + 1 and after[-1].intermediate_values == {}
 
 
 @pytest.mark.slow
@@ -445,6 +458,48 @@ def test_an_unknown_resource_is_refused_naming_both() -> None:
         "resource: is 'steps'; allowed: 'epoch' (reports at the end of each epoch that "
         "validated, at epochs completed); 'step' (reports at each validation, at optimizer "
         "steps done (trainer.global_step))")
+
+
+@pytest.mark.parametrize("resource", ["epoch", "step"])
+def test_the_first_fit_in_a_study_writes_what_its_steps_count(storage: Any, resource: str
+                                                               ) -> None:
+    """The study's ``RESOURCE_ATTR``, which the report reads to name the steps; another handle
+    on the storage (another process) reads it."""
+    study = optuna.create_study(storage=storage.make(), pruner=optuna.pruners.NopPruner())
+    callback = PruningCallback(study.ask(), monitor="epochs_seen", resource=resource)
+    _trainer(callback, max_epochs=1).fit(_Progress(), _loader(), _loader())
+    other = optuna.load_study(study_name=study.study_name, storage=storage.make())
+    attrs = storage_of(other).get_study_system_attrs(study_id_of(other))
+    assert attrs[RESOURCE_ATTR] == resource
+
+
+@pytest.mark.parametrize(("first", "then"), [("step", "epoch"), ("epoch", "step")])
+def test_a_fit_by_the_other_resource_is_refused_before_it_trains(
+    storage: Any, first: str, then: str
+) -> None:
+    """A study whose first fit counted steps refuses a fit by epochs (and the reverse): its
+    pruner's rungs would compare the two. One line naming both, before a step is trained or
+    reported, in this process and in another (a second handle, nothing remembered); a fit by
+    the study's own resource goes on."""
+    study = optuna.create_study(storage=storage.make(), pruner=optuna.pruners.NopPruner())
+    callback = PruningCallback(study.ask(), monitor="epochs_seen", resource=first)
+    _trainer(callback, max_epochs=1).fit(_Progress(), _loader(), _loader())
+    for handle in (study, optuna.load_study(study_name=study.study_name,
+                                            storage=storage.make())):
+        trial = handle.ask()
+        trainer = _trainer(PruningCallback(trial, monitor="epochs_seen", resource=then),
+                           max_epochs=2)
+        with pytest.raises(ConfigError) as info:
+            trainer.fit(_Progress(), _loader(), _loader())
+        assert str(info.value) == (
+            f"resource: is '{then}', but study '{study.study_name}' counts {first}s (its first "
+            f"PruningCallback had resource='{first}'), and its pruner's rungs cannot mix "
+            f"epochs and steps; keep resource='{first}' or use a new study_name")
+        assert trainer.global_step == 0
+        assert handle.trials[trial.number].intermediate_values == {}
+    again = PruningCallback(study.ask(), monitor="epochs_seen", resource=first)
+    _trainer(again, max_epochs=1).fit(_Progress(), _loader(), _loader())
+    assert len(study.trials[-1].intermediate_values) == 1
 
 
 def test_a_fit_judged_once_though_it_validated_often_points_at_resource_step(

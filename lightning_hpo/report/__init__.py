@@ -48,6 +48,12 @@ trial attribute ``objective_values``) has no single best: its trials stand on Pa
                                                        # final hypervolume, bounded by
     Comparison.of([moasha, rs]).reference              # one reference point for both
 
+A study trained by steps (``PruningCallback(..., resource="step")``, which writes so in the
+study) is reported in steps: ``snap.info.resource`` is ``"step"``, and every ``epochs`` column,
+``epochs_spent`` and ``summarize(snap)["epochs"]`` count optimizer steps (a trial's, up to its
+last report); the terminal and the plots say steps. Studies by steps and by epochs do not
+compare.
+
 Every table, :func:`summarize`, :func:`limitations` and :func:`write_report` take a study (read
 on the spot) or a :class:`StudySnapshot` (read once: the CLI reads each study once and builds
 everything from it). Plots are :mod:`lightning_hpo.report.plots` functions that take these

@@ -148,8 +148,9 @@ def _params(row: Any, columns: list[str]) -> str:
     return " ".join(parts)
 
 
-def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
-    """The headline best (any trial, any epoch) and the best COMPLETE trial, in words."""
+def _best_lines(summary: dict[str, Any], metric: str, unit: str = "epoch") -> list[str]:
+    """The headline best (any trial, any epoch) and the best COMPLETE trial, in words; ``unit``
+    names the steps (``"epoch"`` or ``"step"``)."""
     if summary["best_trial"] is None:
         return ["Best: no value reported yet"]
     params = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_params"].items())
@@ -162,7 +163,7 @@ def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
         how = "PAUSED, to be resumed"
     else:
         how = str(state)
-    at = "" if summary["best_step"] is None else f" at epoch {summary['best_step']}"
+    at = "" if summary["best_step"] is None else f" at {unit} {summary['best_step']}"
     lines = [f"Best {metric} observed: {_fmt(summary['best_value'])}, trial "
              f"{summary['best_trial']}{at} ({how}; {params})"]
     if summary["best_complete_trial"] is None:
@@ -171,7 +172,7 @@ def _best_lines(summary: dict[str, Any], metric: str) -> list[str]:
         done = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_complete_params"].items())
         lines.append(f"Best COMPLETE trial: trial {summary['best_complete_trial']}, {metric} "
                      f"{_fmt(summary['best_complete_value'])} after "
-                     f"{summary['best_complete_epochs']} epochs ({done})")
+                     f"{summary['best_complete_epochs']} {unit}s ({done})")
     return lines
 
 
@@ -193,9 +194,9 @@ def _pareto_lines(summary: dict[str, Any], info: Any) -> list[str]:
     done = (f"{len(complete)} COMPLETE trial(s) by their final values ({_trial_list(complete)})"
             if complete else "no COMPLETE trial yet")
     lines = [f"Pareto-optimal: {done}; {len(any_epoch)} trial(s) by the values reported at any "
-             f"epoch ({_trial_list(any_epoch)})"]
+             f"{info.resource} ({_trial_list(any_epoch)})"]
     lines.append(
-        f"Hypervolume: {_fmt(summary['hypervolume'])} (values at any epoch), "
+        f"Hypervolume: {_fmt(summary['hypervolume'])} (values at any {info.resource}), "
         f"{_fmt(summary['hypervolume_complete'])} (COMPLETE trials' final values); reference "
         f"point {_reference_words(info.metrics, summary['reference'])} (each objective's worst "
         "value plus a tenth of its range)")
@@ -241,22 +242,22 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     out = args.out or Path("reports") / _safe(snap.info.name)
     paths = write_report(snap, out)
     info, summary, trials = snap.info, summarize(snap), trials_frame(snap)
-    pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} epochs"
+    pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} {info.units}"
                if info.rungs else "")
     what = (f"{len(info.metrics)} objectives: {info.objectives}" if info.several
             else f"{info.direction} {info.metric}")
     console.print(f"Study '{info.name}' on {mask(args.storage)}: {what}{pruning}")
     ranked = trials.dropna(subset=["rank"]).sort_values("rank")
     shown = ranked.head(max(args.top, 0))
-    order = RANK_ORDER_FRONTS if info.several else RANK_ORDER
+    order = (RANK_ORDER_FRONTS if info.several else RANK_ORDER).replace("epoch", info.resource)
     table = Table(title=f"Best {len(shown)} of {len(trials)} started trials, {order}",
                   header_style="bold", title_justify="left")
     if info.several:
         values = [f"{metric}\nfinal/last" for metric in info.metrics]
-        columns = ("rank", "trial", "state", "epochs", "front\nfinal", "best front\n@ epoch",
-                   *values, "duration", "params")
+        columns = ("rank", "trial", "state", info.units, "front\nfinal",
+                   f"best front\n@ {info.resource}", *values, "duration", "params")
     else:
-        columns = ("rank", "trial", "state", "epochs", f"best {info.metric}\n@ epoch",
+        columns = ("rank", "trial", "state", info.units, f"best {info.metric}\n@ {info.resource}",
                    "final/last", "duration", "params")
     for column in columns:
         if column == "params":
@@ -304,14 +305,17 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         console.print("Paused (RUNNING in Optuna, resumed from their checkpoint by the next "
                       "run): " + "; ".join(_paused_words(t) for t in paused[:8])
                       + ("; ..." if len(paused) > 8 else ""))
-    lines = _pareto_lines(summary, info) if info.several else _best_lines(summary, info.metric)
+    lines = (_pareto_lines(summary, info) if info.several
+             else _best_lines(summary, info.metric, info.resource))
     for line in lines:
         console.print(line)
     slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
     device_s = summary["device_seconds"]
     running = (f" (+ {summary['unfinished']} trial(s) training now: the segment in flight not "
                "counted in device-s)" if summary["unfinished"] else "")
-    console.print(f"Compute: {summary['epochs']} epochs, {device_s:.1f} device-s "
+    spent = (f"{summary['epochs']} epochs" if info.resource == "epoch" else
+             f"{summary['epochs']} steps (up to each trial's last report)")
+    console.print(f"Compute: {spent}, {device_s:.1f} device-s "
                   f"({device_s / 3600:.3g} device-h){slots} in "
                   f"{_duration(summary['wall_clock_s'])} wall-clock{running}")
     notes = limitations(snap)
@@ -341,8 +345,9 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
     pairs = comparison.pairs
     info = comparison.info
     overview = Table(title=f"Studies compared ({info.direction} {info.metric}; best: reported "
-                     "at any epoch of any trial)", header_style="bold", title_justify="left")
-    for column in ("study", "trials", "best", "wall-clock", "epochs", "device-s"):
+                     f"at any {info.resource} of any trial)", header_style="bold",
+                     title_justify="left")
+    for column in ("study", "trials", "best", "wall-clock", info.units, "device-s"):
         overview.add_column(column, justify="left" if column == "study" else "right")
     for label, snap in snaps.items():
         summary = summarize(snap)
@@ -350,7 +355,7 @@ def _compare(args: argparse.Namespace, console: Console) -> None:
                          _duration(summary["wall_clock_s"]), str(summary["epochs"]),
                          f"{summary['device_seconds']:.1f}")
     console.print(overview)
-    console.print(_pairs_table(pairs, "best", "target_best"))
+    console.print(_pairs_table(pairs, "best", "target_best", info.units))
     if len(metrics) > 1:
         console.print(f"note: the studies report different metrics: {', '.join(sorted(metrics))}")
     console.print(f"Wrote {out}/: {', '.join(paths)}")
@@ -365,10 +370,10 @@ def _compare_hypervolumes(comparison: Any, console: Console) -> None:
     hvs = comparison.hypervolumes
     words = _reference_words(info.metrics, reference)
     overview = Table(title=f"Studies compared ({info.objectives}; hypervolume of every value "
-                     "reported at any epoch, one reference point for all)",
+                     f"reported at any {info.resource}, one reference point for all)",
                      header_style="bold", title_justify="left")
     for column in ("study", "trials", "Pareto-optimal\nCOMPLETE", "hypervolume",
-                   "wall-clock", "epochs", "device-s"):
+                   "wall-clock", info.units, "device-s"):
         overview.add_column(column, justify="left" if column == "study" else "right")
     for label, snap in comparison.snapshots.items():
         summary = summarize(snap)
@@ -380,16 +385,17 @@ def _compare_hypervolumes(comparison: Any, console: Console) -> None:
     console.print(overview)
     console.print(f"Reference point (shared by every study): {words} (each objective's worst "
                   "value over all of them plus a tenth of its range)")
-    console.print(_pairs_table(comparison.pairs, "hypervolume", "target_hypervolume"))
+    console.print(_pairs_table(comparison.pairs, "hypervolume", "target_hypervolume",
+                               info.units))
 
 
-def _pairs_table(pairs: Any, what: str, target_column: str) -> Table:
-    """:func:`~lightning_hpo.report.compare`'s pairs: the time and compute each study took to
-    reach another's final ``what`` (its ``target_column``)."""
+def _pairs_table(pairs: Any, what: str, target_column: str, units: str = "epochs") -> Table:
+    """:func:`~lightning_hpo.report.compare`'s pairs: the time and compute (in ``units``) each
+    study took to reach another's final ``what`` (its ``target_column``)."""
     table = Table(title=f"Time and compute to reach another study's final {what} (vs what that "
                   "study itself needed)",
                   header_style="bold", title_justify="left")
-    for column in ("study", "to reach", "time", "speed-up", "epochs", "epochs ratio"):
+    for column in ("study", "to reach", "time", "speed-up", units, f"{units} ratio"):
         table.add_column(column, justify="left" if column in ("study", "to reach") else "right",
                          no_wrap=True)
     for _, row in pairs.iterrows():

@@ -169,8 +169,13 @@ class Comparison:
         return self._frames[1]
 
     def _check_objectives(self) -> None:
-        """Raise unless the studies share their objectives' names and directions."""
+        """Raise unless the studies share their objectives' names and directions, and count
+        their compute in the same unit (epochs, or optimizer steps)."""
         snaps = self.snapshots
+        if len({s.info.resource for s in snaps.values()}) > 1:
+            which = ", ".join(f"{k}: {s.info.units}" for k, s in snaps.items())
+            raise ConfigError("compare", f"the studies count their compute in different units "
+                              f"({which}); the epochs they spent do not compare with steps")
         if len({s.info.directions for s in snaps.values()}) > 1:
             which = ", ".join(f"{k}: {'/'.join(s.info.directions)}" for k, s in snaps.items())
             raise ConfigError("compare", f"the studies optimise in different directions ({which})")

@@ -4,7 +4,9 @@ Everything comes from what the study itself stores (:mod:`lightning_hpo.schema`)
 defaults of the launcher's: the metric and ``trainer.max_epochs`` from the launcher's config
 (:data:`~lightning_hpo.schema.CONFIG_ATTR`, where the launcher fills in the resolved values),
 the rung ladders and Hyperband's bracket budgets from what our pruners write the first time
-they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`). A study without the
+they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`), and whether the trials'
+steps count epochs or optimizer steps from what the callback writes
+(:data:`~lightning_hpo.schema.RESOURCE_ATTR`). A study without the
 latter (a plain Optuna study, or one whose trials never reached a rung yet) has no known rungs.
 
 A study with several objectives (Optuna's ``directions=[...]``) names them, in this order of
@@ -38,7 +40,7 @@ import optuna
 from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.pareto import directions_minimize
 from lightning_hpo.rungs import bracket_of, rung_levels
-from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR
+from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR, RESOURCE_ATTR
 
 __all__ = ["Direction", "StudyInfo", "study_info"]
 
@@ -60,8 +62,8 @@ class StudyInfo:
         pruner: ``"asha"`` or ``"hyperband"`` (as the pruner stored itself; a pausing
             schedule's name, e.g. ``"sync_sh"``, where the launcher stored its ladder the same
             way), ``"none"`` (the launcher config says so), or ``None`` when unknown.
-        rungs: rung levels in epochs (empty when there is no pruner or it is unknown); for
-            Hyperband, those of bracket 0 (the most aggressive).
+        rungs: rung levels in epochs, or steps by ``resource`` (empty when there is no pruner
+            or it is unknown); for Hyperband, those of bracket 0 (the most aggressive).
         max_epochs: epochs a trial may train (``None`` when unknown).
         config: the launcher config (storage masked), ``{}`` for a plain Optuna study.
         brackets: rung levels of each bracket, bracket 0 first: ``(rungs,)`` for ASHA, one
@@ -72,6 +74,9 @@ class StudyInfo:
             ``metric`` is its first, or it is ``(metric,)`` when not given.
         directions: every objective's direction, in that order (``(direction,)`` with one);
             ``direction`` is its first, or it is ``(direction,)`` when not given.
+        resource: what the trials' reported steps count: ``"epoch"`` (epochs completed: the
+            launcher's studies, a plain Optuna study) or ``"step"`` (optimizer steps, a study
+            of ``PruningCallback(..., resource="step")``); the rungs count the same.
 
     Example::
 
@@ -92,6 +97,7 @@ class StudyInfo:
     budgets: tuple[int, ...] = ()
     metrics: tuple[str, ...] = ()
     directions: tuple[Direction, ...] = ()
+    resource: Literal["epoch", "step"] = "epoch"
 
     def __post_init__(self) -> None:  # one objective's fields and all objectives' agree
         for one, every in (("metric", "metrics"), ("direction", "directions")):
@@ -133,6 +139,17 @@ class StudyInfo:
         metric, direction = self.metrics[index], self.directions[index]
         return dataclasses.replace(self, metric=metric, direction=direction, metrics=(metric,),
                                    directions=(direction,))
+
+    @property
+    def units(self) -> str:
+        """The reported steps' unit, plural: ``"epochs"`` or ``"steps"``.
+
+        Example::
+
+            >>> StudyInfo("d", "minimize").units, StudyInfo("d", "minimize", resource="step").units
+            ('epochs', 'steps')
+        """
+        return f"{self.resource}s"
 
     @property
     def from_launcher(self) -> bool:
@@ -217,8 +234,8 @@ def study_info(study: optuna.Study) -> StudyInfo:
     max_epochs = trainer.get("max_epochs") if isinstance(trainer, Mapping) else None
     if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
         max_epochs = None
-    stored = storage_of(study).get_study_system_attrs(study_id_of(study)).get(PRUNER_ATTR)
-    ladders = _ladders(stored, max_epochs, study.study_name)
+    system = storage_of(study).get_study_system_attrs(study_id_of(study))
+    ladders = _ladders(system.get(PRUNER_ATTR), max_epochs, study.study_name)
     if ladders is None:
         spec = config.get("pruner")
         name = spec.get("name") if isinstance(spec, Mapping) else spec
@@ -231,6 +248,7 @@ def study_info(study: optuna.Study) -> StudyInfo:
         study.study_name, directions[0], metrics[0], pruner, brackets[0] if brackets else (),
         max_epochs, config, brackets=brackets, budgets=budgets, metrics=metrics,
         directions=directions,
+        resource="step" if system.get(RESOURCE_ATTR) == "step" else "epoch",
     )
 
 

@@ -84,8 +84,16 @@ def _label(info: StudyInfo) -> str:
 
 
 def _steps(info: StudyInfo) -> str:
-    """The step axis: epochs for our studies, Optuna's reported step for any other."""
+    """The step axis: epochs for our studies, optimizer steps for a study by steps, Optuna's
+    reported step for any other."""
+    if info.resource == "step":
+        return "optimizer steps (as reported to Optuna)"
     return "epochs completed" if info.from_launcher else "step (as reported to Optuna)"
+
+
+def _a(info: StudyInfo) -> str:
+    """``an epoch`` or ``a step``: what the study's trials report at."""
+    return "an epoch" if info.resource == "epoch" else "a step"
 
 
 def _finite(values: Iterable[float]) -> np.ndarray:
@@ -143,7 +151,8 @@ def plot_incumbent(
     end = max(float(incumbent["elapsed_s"].max()), until_s or 0.0)
     reported = incumbent[incumbent["kind"] == "epoch"]
     ax.scatter(reported["elapsed_s"], reported["value"], s=7, color="0.72", linewidths=0,
-               label=f"value reported at an epoch ({len(reported)})", gid="reported", zorder=1)
+               label=f"value reported at {_a(info)} ({len(reported)})", gid="reported",
+               zorder=1)
     finals = incumbent[incumbent["kind"] == "final"]
     if not finals.empty:
         ax.scatter(finals["elapsed_s"], finals["value"], s=20, facecolor="none",
@@ -151,13 +160,13 @@ def plot_incumbent(
                    label=f"COMPLETE trial's final value ({len(finals)})")
     x, best = valid["elapsed_s"].to_numpy(float), valid["best"].to_numpy(float)
     ax.step(np.append(x, end), np.append(best, best[-1]), where="post", color="C0", lw=3.2,
-            alpha=0.85, label="best value reported so far\n(any trial, any epoch)",
+            alpha=0.85, label=f"best value reported so far\n(any trial, any {info.resource})",
             gid="incumbent", zorder=3)
     gains = incumbent[incumbent["improved"]]
     ax.scatter(gains["elapsed_s"], gains["best"], s=44, color="C0", edgecolor="white",
                gid="improvements", zorder=4)
     last = gains.iloc[-1]
-    where = f"epoch {int(last['step'])}" if pd.notna(last["step"]) else "final"
+    where = f"{info.resource} {int(last['step'])}" if pd.notna(last["step"]) else "final"
     _note(ax, f"{last['best']:.4g}: trial {int(last['trial'])}, {where} "
           f"({_outcome(last.get('status', last['state']), last['stopped_by'])})",
           (end, last["best"]), below=True, color="C0")
@@ -512,11 +521,11 @@ def plot_rungs(
     if several and info.brackets:
         title += f" ({info.schedule}, {len(brackets)} brackets, one panel each)"
     elif info.rungs:
-        title += f" ({info.schedule}, rungs {', '.join(map(str, info.rungs))} epochs)"
+        title += f" ({info.schedule}, rungs {', '.join(map(str, info.rungs))} {info.units})"
     elif info.pruner == "none":
-        title += " (no pruner: final epochs only)"
+        title += f" (no pruner: final {info.units} only)"
     else:
-        title += " (rung levels unknown: final epochs only)"
+        title += f" (rung levels unknown: final {info.units} only)"
     if info.several:  # the decisions ranked every objective; drawn on the first
         title += (f"\ndrawn on {info.metric}, the first of {len(info.metrics)} objectives "
                   "(the pruner ranked them all by Pareto front)")
@@ -562,7 +571,7 @@ def plot_rungs(
     _value_scale(axes[0], curves["value"])
     handles: list[Any] = [
         Line2D([], [], ls="none", marker=style["marker"], color=style["color"], ms=7,
-               label=f"{style['label']} ({counts[kind]})")
+               label=f"{style['label'].replace('epoch', info.resource)} ({counts[kind]})")
         for kind, style in _RUNG_MARKERS.items() if counts.get(kind)
     ]
     if any(brackets):
@@ -820,9 +829,9 @@ def plot_compare(incumbents: pd.DataFrame, info: StudyInfo) -> Figure:
     fig = _figure(width=12.0, height=5.4)
     by_time, by_epochs = fig.subplots(1, 2, sharey=True)
     fig.suptitle(f"Incumbent trajectories: best {info.metric} reported so far "
-                 "(any trial, any epoch)")
+                 f"(any trial, any {info.resource})")
     by_time.set_xlabel("wall-clock since each study's first trial started (s)")
-    by_epochs.set_xlabel("epochs trained so far (all trials)")
+    by_epochs.set_xlabel(f"{info.units} trained so far (all trials)")
     by_time.set_ylabel(f"best {_label(info)}")
     for k, (label, inc) in enumerate(incumbents.groupby("study", sort=False)):
         inc = inc.dropna(subset=["best"])
@@ -937,7 +946,8 @@ def plot_pareto(
     # on the front, markers off it); the final values drawn last, on top
     layers: list[tuple[pd.DataFrame, str, str, str, str, str, str, dict[str, Any],
                        dict[str, Any]]] = [
-        (bests, "best_", "best_front", "-any-epoch", "best point at any epoch", "#ff7f0e", "--",
+        (bests, "best_", "best_front", "-any-epoch", f"best point at any {info.resource}",
+         "#ff7f0e", "--",
          {"marker": "D", "s": 60, "facecolor": "none", "edgecolor": "#ff7f0e",
           "linewidths": 1.6, "zorder": 4},
          {"marker": "D", "s": 22, "facecolor": "none", "edgecolor": "0.6", "alpha": 0.45,
@@ -1012,7 +1022,7 @@ def plot_hypervolume(
         return fig
     end = max(float(hypervolumes["elapsed_s"].max()), until_s or 0.0)
     lines = (("hypervolume", "improved", "C0", "-", 3.0,
-              "every value reported so far\n(any trial, any epoch)"),
+              f"every value reported so far\n(any trial, any {info.resource})"),
              ("hypervolume_complete", "improved_complete", "C1", "--", 1.6,
               "COMPLETE trials' final values so far"))
     for column, improved, color, ls, lw, label in lines:
@@ -1060,11 +1070,11 @@ def plot_compare_hypervolume(hypervolumes: pd.DataFrame, info: StudyInfo) -> Fig
     fig = _figure(width=12.0, height=5.4)
     by_time, by_epochs = fig.subplots(1, 2, sharey=True)
     reference = hypervolumes.attrs.get("reference")
-    fig.suptitle(f"Hypervolume of every value reported so far (any trial, any epoch)\n"
-                 f"{info.objectives}; shared reference point "
+    fig.suptitle(f"Hypervolume of every value reported so far (any trial, any "
+                 f"{info.resource})\n{info.objectives}; shared reference point "
                  f"{_reference_words(info, reference)}", fontsize=11)
     by_time.set_xlabel("wall-clock since each study's first trial started (s)")
-    by_epochs.set_xlabel("epochs trained so far (all trials)")
+    by_epochs.set_xlabel(f"{info.units} trained so far (all trials)")
     by_time.set_ylabel("hypervolume (higher is better)")
     for k, (label, hv) in enumerate(hypervolumes.groupby("study", sort=False)):
         if hv.empty:

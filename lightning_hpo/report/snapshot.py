@@ -117,10 +117,12 @@ class TrialRecord:
         end: unix s when it ended; ``None`` while RUNNING (paused included).
         timing: where ``start``/``end`` come from: the launcher's attributes (``launcher``),
             Optuna's datetimes (``optuna``), or nowhere (``none``).
-        epochs: epochs completed (the launcher's count, else the number of reported steps).
+        epochs: epochs completed (the launcher's count, else the number of reported steps); in
+            a study by steps (:attr:`StudyInfo.resource <lightning_hpo.report.StudyInfo>`), the
+            last step it reported, as every ``epochs`` of the report counts steps there.
         devices: devices it trained on (1 when unknown).
         devices_known: whether its ``device`` attribute says how many.
-        steps: the steps (epochs, from 1) it reported, ascending.
+        steps: the steps it reported (epochs from 1, or optimizer steps), ascending.
         values: the value reported at each step (with several objectives, the first
             objective's: :attr:`points` holds them all).
         times: unix s when each of those epochs ended (``None`` where unknown).
@@ -311,11 +313,12 @@ class TrialRecord:
         trained = as_count(attrs.get(ATTR.EPOCHS_TRAINED))
         if trained is None and segments and all(s.epochs is not None for s in segments):
             trained = sum(s.epochs or 0 for s in segments)
+        if epochs is None:  # what it reported: epochs (one report each), or its last step
+            epochs = max(steps, default=0) if info.resource == "step" else len(steps)
         return cls(
-            frozen, frozen.state.name, start, end, timing,
-            len(steps) if epochs is None else epochs, devices or 1, devices is not None,
-            tuple(steps), values, _epoch_times(steps, recorded), bracket, stopped_by, reason,
-            pause, segments, trained, points,
+            frozen, frozen.state.name, start, end, timing, epochs, devices or 1,
+            devices is not None, tuple(steps), values, _epoch_times(steps, recorded), bracket,
+            stopped_by, reason, pause, segments, trained, points,
         )
 
 

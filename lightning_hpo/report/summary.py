@@ -58,9 +58,11 @@ def summarize(source: Source) -> dict[str, Any]:
     the best COMPLETE trial: ``best_complete_trial``, ``best_complete_value``,
     ``best_complete_params``, ``best_complete_epochs`` (all ``None``/``{}`` when there is
     none); ``epochs`` (trained, all trials, epochs retrained after a crash or from scratch
-    included), ``device_seconds`` (sum of s x devices over every ended training segment: a
-    trial trained in one go counts (end - start), a paused trial its segments so far, never its
-    pauses), ``devices_unknown`` (trials counted as 1 device for want of a ``device`` attr),
+    included; in a study by steps, each trial's steps up to its last report, as
+    ``best_complete_epochs`` and ``best_step`` count steps), ``device_seconds`` (sum of s x
+    devices over every ended training segment: a trial trained in one go counts (end -
+    start), a paused trial its segments so far, never its pauses), ``devices_unknown``
+    (trials counted as 1 device for want of a ``device`` attr),
     ``unfinished`` (trials training now, whose segment in flight is left out of
     ``device_seconds``), ``wall_clock_s`` (first start to the latest time recorded) and
     ``slots``; ``metrics`` and ``directions`` (one per objective).
@@ -167,12 +169,13 @@ def limitations(source: Source) -> list[str]:
     if not any(math.isfinite(o.value) for o in observed) or (info.several and not snap.points):
         notes.append(f"{trajectory}: no value reported yet")
     elif not any(o.kind == "final" for o in observed):
-        best = "values at any epoch" if info.several else "best reported value"
+        best = f"values at any {info.resource}" if info.several else "best reported value"
         notes.append(f"{trajectory}: no COMPLETE trial yet ({best} only)")
     estimated = sum(1 for o in observed if o.estimated)
     if estimated:
-        notes.append(f"{trajectory}: {estimated} value(s) without an epoch end time "
-                     "placed pro rata over their trial's duration")
+        when = "an epoch end time" if info.resource == "epoch" else "a recorded time"
+        notes.append(f"{trajectory}: {estimated} value(s) without {when} placed pro rata over "
+                     "their trial's duration")
     with_values = [t for t in trials if t.steps]
     if not with_values:
         what = "no `objective_values` reported" if info.several else (
@@ -184,7 +187,7 @@ def limitations(source: Source) -> list[str]:
         others = len(untimed) - len(running)
         if len(untimed) == len(with_values):
             notes.append("learning curves over wall-clock: no `epoch_end_times` "
-                         "(drawn against epochs)")
+                         f"(drawn against {info.units})")
         elif others:
             notes.append(f"learning curves: {others} trial(s) without `epoch_end_times` "
                          "left out")
@@ -196,7 +199,7 @@ def limitations(source: Source) -> list[str]:
                          "(the launcher writes epoch times when a trial ends)")
         if not info.rungs:
             why = "no pruner" if info.pruner == "none" else "no pruner settings in the study"
-            notes.append(f"rung levels: {why} (final epochs shown)")
+            notes.append(f"rung levels: {why} (final {info.units} shown)")
         elif not (snap.records or snap.vector_records) and not info.pauses and any(
                 _decided(t, info) for t in with_values):
             # a pausing schedule keeps no records: its decisions are in the trials themselves

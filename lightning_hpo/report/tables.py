@@ -418,7 +418,7 @@ def incumbent_frame(source: Source) -> pd.DataFrame:
     if info.several:
         raise ConfigError("study", f"'{info.name}' has {len(info.metrics)} objectives: no "
                           "single best value to follow (its hypervolume_frame follows them all)")
-    spending = _Spending(snap.trials, snap.horizon)
+    spending = _Spending(snap.trials, snap.horizon, snap.info.resource == "step")
     rows = []
     best: Observation | None = None
     best_complete: Observation | None = None
@@ -512,7 +512,7 @@ def hypervolume_frame(
                           f"objective ({', '.join(info.metrics)})")
     observed = snap.observations
     times = np.array([seen.time for seen in observed], dtype=float)
-    spending = _Spending(snap.trials, snap.horizon)
+    spending = _Spending(snap.trials, snap.horizon, snap.info.resource == "step")
     epochs_spent = spending.epochs_at(times)
     device_seconds_spent = spending.device_seconds_at(times)
     any_epoch = complete = None
@@ -621,7 +621,9 @@ class _Spending:
     """Compute spent by all trials up to given times: epochs and device-seconds, vectorised.
 
     Epochs count each trial's ``epoch_end_times``; a trial without them is credited pro rata
-    over its duration (its epochs spread evenly from start to end); a trial that lists its
+    over its duration (its epochs spread evenly from start to end; in a study by steps, each
+    report's steps since the one before, at its step's share of the trial's duration: one
+    event per report, not per step); a trial that lists its
     segments is counted segment by segment (each segment's epochs, retrained ones included,
     at their end times where these fall in the segment, else pro rata over it), and its
     device-seconds run over its segments only, not its pauses. Both are cumulative sums
@@ -629,8 +631,10 @@ class _Spending:
     every trial per row.
     """
 
-    def __init__(self, trials: Sequence[TrialRecord], horizon: float) -> None:
+    def __init__(self, trials: Sequence[TrialRecord], horizon: float, by_step: bool = False
+                 ) -> None:
         ends: list[float] = []
+        weights: list[float] = []  # epochs (or steps) done at each end; 1 where not listed
         spans = []  # (start, stop, devices) per span (segment) of each started trial
         for trial in trials:
             stop = trial.busy_until(horizon)
@@ -646,9 +650,16 @@ class _Spending:
             elif trial.epochs:  # pro rata: epoch k of n ends at start + span * k / n
                 stop = max(stop, trial.start)
                 span = stop - trial.start
+                done = list(trial.steps) if by_step else range(1, trial.epochs + 1)
+                weights.extend([1.0] * (len(ends) - len(weights)))
                 ends.extend(trial.start + span * k / trial.epochs - 1e-9 * span / trial.epochs
-                            for k in range(1, trial.epochs + 1))
-        self._epoch_ends = np.sort(np.array(ends, dtype=float))
+                            for k in done)
+                if by_step:  # each report: the steps since the one before
+                    weights.extend(np.diff(done, prepend=0).tolist())
+        weights.extend([1.0] * (len(ends) - len(weights)))
+        order = np.argsort(np.array(ends, dtype=float), kind="stable")
+        self._epoch_ends = np.array(ends, dtype=float)[order]
+        self._epochs_done = np.concatenate([[0.0], np.cumsum(np.array(weights)[order])])
         array = np.array(spans, dtype=float).reshape(-1, 3)
         # seconds since the first start: sums of unix times would cost precision
         self._t0 = float(array[:, 0].min()) if len(array) else 0.0
@@ -663,8 +674,10 @@ class _Spending:
         self._stop_device_times = np.cumsum(array[order, 2] * array[order, 1])
 
     def epochs_at(self, times: np.ndarray) -> np.ndarray:
-        """Epochs completed by each unix time in ``times``, all trials together."""
-        return np.searchsorted(self._epoch_ends, times, side="right").astype("int64")
+        """Epochs (steps, in a study by steps) completed by each unix time in ``times``, all
+        trials together."""
+        done = self._epochs_done[np.searchsorted(self._epoch_ends, times, side="right")]
+        return np.rint(done).astype("int64")
 
     def device_seconds_at(self, times: np.ndarray) -> np.ndarray:
         """Device-seconds spent by each unix time in ``times``, all trials together.
