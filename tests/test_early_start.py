@@ -5,6 +5,7 @@ launcher itself never imports torch; and a worker says each repeated notice once
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -40,6 +41,26 @@ def test_go_is_read_and_the_stop_orders_after_it_stay_in_the_pipe() -> None:
     order = StopOrder("wall-clock budget reached", now=False)
     fd = _pipe(GO_LINE + order.to_line().encode())
     assert read_go(fd, lambda: True) is True
+    assert read_stop_orders(fd) == [order]
+    os.close(fd)
+
+
+def test_an_interrupt_order_says_why_and_a_budget_order_reads_as_before() -> None:
+    """The launcher's interrupt order (written before its SIGTERM) round-trips; a budget
+    order's line is unchanged, so an older worker reads it."""
+    order = StopOrder("launcher stopped by SIGINT", now=True, interrupt=True)
+    assert StopOrder.from_line(order.to_line()) == order
+    budget = StopOrder("wall-clock budget reached", now=False)
+    assert json.loads(budget.to_line()) == {"stop": "wall-clock budget reached", "now": False}
+    assert not StopOrder.from_line(budget.to_line()).interrupt
+
+
+def test_the_rest_of_a_line_read_go_had_begun_is_skipped() -> None:
+    """A signal's handler reading the orders while read_go is inside a line: the line's rest is
+    no order, and the whole orders after it are read."""
+    order = StopOrder("launcher stopped by SIGTERM", now=True, interrupt=True)
+    fd = _pipe(order.to_line().encode(), order.to_line().encode())
+    os.read(fd, 5)  # read_go's first bytes
     assert read_stop_orders(fd) == [order]
     os.close(fd)
 

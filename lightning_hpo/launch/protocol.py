@@ -114,16 +114,21 @@ class EventWriter:
 
 @dataclass(frozen=True)
 class StopOrder:
-    """The supervisor's order to stop because the study's budget is spent.
+    """The supervisor's order to stop because the study's budget is spent, or (``interrupt``)
+    why the SIGTERM that follows it was sent.
 
     The trial a worker trains then ends PRUNED, keeping the values it reported, with
     ``reason`` and where it stopped in its ``stop_reason`` attribute; the worker claims no more.
+    An interrupt order comes right before the supervisor's SIGTERM, which pauses the trial: the
+    worker's handler reads it, and the trial's pause says why the launcher stopped (``launcher
+    stopped by SIGINT``) instead of the signal the worker got.
 
     Args:
         reason: the stop criterion, e.g.
             ``"wall-clock budget reached (stop.max_wallclock_time=200 s)"``.
         now: False: stop at the next epoch boundary (``stop.grace`` is running); True: stop at
             the next training batch.
+        interrupt: the launcher itself was stopped (a signal); ``reason`` says how.
 
     Example::
 
@@ -133,21 +138,24 @@ class StopOrder:
 
     reason: str
     now: bool
+    interrupt: bool = False
 
     def to_line(self) -> str:
         """One JSON line (well under ``PIPE_BUF``, so a pipe write of it is atomic)."""
-        return json.dumps({"stop": self.reason, "now": self.now}) + "\n"
+        extra = {"interrupt": True} if self.interrupt else {}
+        return json.dumps({"stop": self.reason, "now": self.now, **extra}) + "\n"
 
     @classmethod
     def from_line(cls, line: str) -> StopOrder:
         raw = json.loads(line)
-        return cls(str(raw["stop"]), bool(raw["now"]))
+        return cls(str(raw["stop"]), bool(raw["now"]), bool(raw.get("interrupt", False)))
 
 
 def read_stop_orders(fd: int) -> list[StopOrder]:
     """The stop orders waiting on a non-blocking control pipe (none when ``fd`` is -1).
 
-    Each order is written in one atomic write, so a read returns whole lines.
+    Each order is written in one atomic write, so a read returns whole lines; the end of one
+    that :func:`read_go` had begun reading when a signal's handler came here is skipped.
     """
     if fd < 0:
         return []
@@ -160,8 +168,15 @@ def read_stop_orders(fd: int) -> list[StopOrder]:
         if not chunk:
             break
         data += chunk
-    return [StopOrder.from_line(line) for line in data.decode().splitlines()
-            if line.strip() and line.strip() != GO_LINE.decode().strip()]
+    orders = []
+    for line in data.decode(errors="replace").splitlines():
+        if not line.strip() or line.strip() == GO_LINE.decode().strip():
+            continue
+        try:
+            orders.append(StopOrder.from_line(line))
+        except (ValueError, KeyError, TypeError):  # the rest of a line read_go had begun
+            continue
+    return orders
 
 
 def read_go(fd: int, keep_waiting: Callable[[], bool], *, wait: bool = True) -> bool:

@@ -22,7 +22,8 @@ live status and notices when a worker dies:
   epoch boundary while ``stop.grace`` lasts, at their next batch after it; the next run resumes
   them;
 * SIGINT, SIGTERM and SIGUSR1 (SLURM's warning ahead of a time limit) of the launcher interrupt:
-  every worker gets SIGTERM and the running trials pause the same way. A signal during
+  every worker gets an interrupt order saying so, then SIGTERM, and the running trials pause the
+  same way, their reason ``interrupted: launcher stopped by SIGINT``. A signal during
   ``stop.grace`` ends the grace instead;
 * a worker still alive :data:`GRACE_SECONDS` after its last order is killed, and any trial of
   this launcher still RUNNING and not paused then is paused at its last checkpoint.
@@ -295,6 +296,10 @@ class Supervisor:
         name = signal.Signals(signum).name
         if self.stop_reason is None:
             self.stop_reason = f"stopped by {name}"
+            line = StopOrder(f"launcher {self.stop_reason}", now=True, interrupt=True).to_line()
+            for worker in self._workers.values():  # why, read by the SIGTERM's handler
+                with contextlib.suppress(OSError):
+                    os.write(worker.control, line.encode())
             self._signal_workers(signal.SIGTERM)
             self._kill_at = time.time() + GRACE_SECONDS
         elif self._grace_end is not None:

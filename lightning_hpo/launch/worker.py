@@ -125,6 +125,9 @@ class _Stop:
     def read_orders(cls) -> None:
         """Take the supervisor's stop orders waiting on the control pipe."""
         for order in read_stop_orders(cls.control_fd):
+            if order.interrupt:  # why the launcher's SIGTERM comes (it follows the order)
+                cls.reason = order.reason
+                continue
             cls.budget = order.reason
             cls.now = cls.now or order.now
 
@@ -839,6 +842,7 @@ def _run_follower(cfg: Config, spec: WorkerSpec) -> None:
 
 def _on_signal(signum: int, frame: Any) -> None:
     _Stop.reason = f"signal {signal.Signals(signum).name}"
+    _Stop.read_orders()  # the launcher's SIGTERM comes after an order saying why it stopped
 
 
 def _on_stop_order(signum: int, frame: Any) -> None:
