@@ -14,7 +14,9 @@ the go line is in its pipe already: the first worker to finish importing answers
 The other way, on a second pipe, the supervisor sends :data:`GO_LINE` once the study exists (to
 held workers), and :class:`StopOrder` lines when the study's own budget is spent, followed by
 :data:`STOP_SIGNAL` so that a worker in the middle of an epoch reads them at once. SIGTERM
-stays what it was: an interruption (the trial ends FAIL).
+stays what it was: an interruption (the trial pauses at its last checkpoint, for the next run
+to resume); when the launcher sends it because it was stopped itself, an interrupt
+:class:`StopOrder` saying so comes first, and the paused trial keeps its words.
 """
 
 from __future__ import annotations

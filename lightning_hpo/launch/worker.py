@@ -111,9 +111,10 @@ _logger = logging.getLogger(__name__)
 class _Stop:
     """Why the worker should stop claiming, and how the trial it trains ends.
 
-    ``reason`` (a signal, the launcher gone) interrupts the trial: it ends FAIL. ``budget`` (the
-    supervisor's stop order) ends it PRUNED: at its next epoch boundary, or at its next training
-    batch once ``now`` is set.
+    ``reason`` (a signal, the launcher gone; an interrupt order's words) interrupts the trial:
+    it pauses at its last checkpoint, to be resumed. ``budget`` (the supervisor's stop order)
+    ends it PRUNED: at its next epoch boundary, or at its next training batch once ``now`` is
+    set.
     """
 
     reason: str | None = None
