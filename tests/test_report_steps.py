@@ -21,7 +21,9 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.report import (
     Comparison,
     StudySnapshot,
+    curves_frame,
     incumbent_frame,
+    load,
     plot_incumbent,
     plot_learning_curves,
     plot_rungs,
@@ -30,7 +32,6 @@ from lightning_hpo.report import (
     summarize,
     trials_frame,
 )
-from lightning_hpo.report import curves_frame as curves_of
 from lightning_hpo.report.__main__ import main
 from lightning_hpo.report.tables import _Spending
 from lightning_hpo.schema import RESOURCE_ATTR
@@ -69,10 +70,8 @@ def by_steps(tmp_path_factory: pytest.TempPathFactory) -> str:
     return path
 
 
-def _load(path: str) -> optuna.Study:
-    from lightning_hpo.report import load
-
-    return load(path, "steps")
+def _load(path: str, name: str = "steps") -> optuna.Study:
+    return load(path, name)
 
 
 def test_study_info_reads_what_the_steps_count(by_steps: str) -> None:
@@ -130,9 +129,9 @@ def _words(fig: Any) -> list[str]:
 def test_the_plots_say_steps(by_steps: str) -> None:
     snap = StudySnapshot.read(_load(by_steps))
     info = snap.info
-    figures = [plot_rungs(curves_of(snap), info, rungs_frame(snap), trials_frame(snap)),
+    figures = [plot_rungs(curves_frame(snap), info, rungs_frame(snap), trials_frame(snap)),
                plot_incumbent(incumbent_frame(snap), info),
-               plot_learning_curves(curves_of(snap), info)]
+               plot_learning_curves(curves_frame(snap), info)]
     try:
         for fig in figures:
             words = " | ".join(_words(fig))
@@ -182,7 +181,7 @@ def test_a_study_by_steps_does_not_compare_with_one_by_epochs(
     _synthetic(storage, "by-epochs", None, (1, 2))
     _synthetic(storage, "also-steps", "step", (100, 400))
     with pytest.raises(ConfigError) as info:
-        _ = Comparison.of([_load_named(path, "by-steps"), _load_named(path, "by-epochs")]).pairs
+        _ = Comparison.of([_load(path, "by-steps"), _load(path, "by-epochs")]).pairs
     assert str(info.value) == (
         "compare: the studies count their compute in different units (by-steps: steps, "
         "by-epochs: epochs); the epochs they spent do not compare with steps")
@@ -194,9 +193,3 @@ def test_a_study_by_steps_does_not_compare_with_one_by_epochs(
                  "--out", str(tmp_path / "ok")]) == 0
     out = capsys.readouterr().out
     assert "steps ratio" in out and "at any step of any trial" in out
-
-
-def _load_named(path: str, name: str) -> optuna.Study:
-    from lightning_hpo.report import load
-
-    return load(path, name)
