@@ -120,6 +120,26 @@ def test_objective_names_by_preference(
     assert info.metrics == expected and info.directions == ("minimize", "maximize")
 
 
+@pytest.mark.parametrize(("metric_names", "config_metric", "expected"), [
+    pytest.param(["validation_error"], None, "validation_error", id="optuna-metric-names"),
+    pytest.param(["error"], "validation_error", "error", id="optuna-metric-names-first"),
+    pytest.param(None, "validation_error", "validation_error", id="config"),
+    pytest.param(None, None, "value", id="neither"),
+])
+def test_one_objective_is_named_by_the_same_preference(
+    metric_names: list[str] | None, config_metric: object, expected: str
+) -> None:
+    """A plain study whose script called ``study.set_metric_names`` is named so (it was "value"
+    whatever it said, with one objective)."""
+    study = optuna.create_study()
+    if metric_names:
+        with pytest.warns(optuna.exceptions.ExperimentalWarning):
+            study.set_metric_names(metric_names)
+    if config_metric is not None:
+        study.set_user_attr(CONFIG_ATTR, json.dumps({"metric": config_metric}))
+    assert study_info(study).metrics == (expected,)
+
+
 def test_trials_table_gives_each_trial_its_fronts(stored_mo_study: optuna.Study) -> None:
     snap = StudySnapshot.read(stored_mo_study)
     trials = trials_frame(snap).set_index("trial")

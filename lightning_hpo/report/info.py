@@ -4,15 +4,16 @@ Everything comes from what the study itself stores (:mod:`lightning_hpo.schema`)
 defaults of the launcher's: the metric and ``trainer.max_epochs`` from the launcher's config
 (:data:`~lightning_hpo.schema.CONFIG_ATTR`, where the launcher fills in the resolved values),
 the rung ladders and Hyperband's bracket budgets from what our pruners write the first time
-they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`), and whether the trials'
-steps count epochs or optimizer steps from what the callback writes
-(:data:`~lightning_hpo.schema.RESOURCE_ATTR`). A study without the
-latter (a plain Optuna study, or one whose trials never reached a rung yet) has no known rungs.
+they decide for the study (:data:`~lightning_hpo.schema.PRUNER_ATTR`: a study without them, a
+plain Optuna study or one whose trials never reached a rung yet, has no known rungs), and
+whether the trials' steps count epochs or optimizer steps from what the callback writes
+(:data:`~lightning_hpo.schema.RESOURCE_ATTR`; epochs without it).
 
-A study with several objectives (Optuna's ``directions=[...]``) names them, in this order of
-preference: Optuna's ``study.metric_names``, the launcher config's ``metric`` list, else
-``value_0``, ``value_1``...; :attr:`StudyInfo.metrics` and :attr:`StudyInfo.directions` hold
-them all, :attr:`StudyInfo.metric` and :attr:`StudyInfo.direction` the first objective's.
+A study names its objective(s), in this order of preference: Optuna's ``study.metric_names``,
+the launcher config's ``metric`` (a list with several objectives, Optuna's
+``directions=[...]``), else ``value`` (``value_0``, ``value_1``... with several);
+:attr:`StudyInfo.metrics` and :attr:`StudyInfo.directions` hold them all,
+:attr:`StudyInfo.metric` and :attr:`StudyInfo.direction` the first objective's.
 
 Example::
 
@@ -253,9 +254,9 @@ def study_info(study: optuna.Study) -> StudyInfo:
 
 
 def _metric_names(study: optuna.Study, config: Mapping[str, Any], n: int) -> tuple[str, ...]:
-    """The objectives' names. One objective: the launcher config's ``metric``, else ``value``.
-    Several: Optuna's ``metric_names``, else the config's ``metric`` list, else ``value_0``,
-    ``value_1``..."""
+    """The objectives' names: Optuna's ``metric_names`` (``study.set_metric_names``), else the
+    launcher config's ``metric`` (a list with several), else ``value`` (one objective) or
+    ``value_0``, ``value_1``... (several)."""
     stored = study.metric_names
     optuna_names = tuple(stored) if stored is not None and len(stored) == n else None
     metric = config.get("metric")
@@ -264,7 +265,7 @@ def _metric_names(study: optuna.Study, config: Mapping[str, Any], n: int) -> tup
     config_names = (tuple(metric) if isinstance(metric, list) and len(metric) == n
                     and all(isinstance(m, str) and m for m in metric) else None)
     if n == 1:
-        return config_names or ("value",)
+        return optuna_names or config_names or ("value",)
     return optuna_names or config_names or tuple(f"value_{k}" for k in range(n))
 
 
