@@ -633,8 +633,8 @@ class _Spending:
 
     def __init__(self, trials: Sequence[TrialRecord], horizon: float, by_step: bool = False
                  ) -> None:
-        ends: list[float] = []
-        weights: list[float] = []  # epochs (or steps) done at each end; 1 where not listed
+        ends: list[float] = []  # when epochs (steps, by_step) were done
+        weights: list[float] = []  # how many at each of those ends
         spans = []  # (start, stop, devices) per span (segment) of each started trial
         for trial in trials:
             stop = trial.busy_until(horizon)
@@ -643,20 +643,23 @@ class _Spending:
             for seg in trial.spans:
                 end = max(seg.end if seg.end is not None else horizon, seg.start)
                 spans.append((seg.start, end, seg.devices or trial.devices))
+            done: Sequence[float] = []
             if trial.segments and all(s.from_epoch is not None for s in trial.segments):
-                ends.extend(_segment_epoch_ends(trial, horizon))
+                done = _segment_epoch_ends(trial, horizon)
             elif trial.times and all(x is not None for x in trial.times):
-                ends.extend(x for x in trial.times if x is not None)
+                done = [x for x in trial.times if x is not None]
             elif trial.epochs:  # pro rata: epoch k of n ends at start + span * k / n
                 stop = max(stop, trial.start)
                 span = stop - trial.start
-                done = list(trial.steps) if by_step else range(1, trial.epochs + 1)
-                weights.extend([1.0] * (len(ends) - len(weights)))
-                ends.extend(trial.start + span * k / trial.epochs - 1e-9 * span / trial.epochs
-                            for k in done)
+                at = list(trial.steps) if by_step else range(1, trial.epochs + 1)
+                done = [trial.start + span * k / trial.epochs - 1e-9 * span / trial.epochs
+                        for k in at]
                 if by_step:  # each report: the steps since the one before
-                    weights.extend(np.diff(done, prepend=0).tolist())
-        weights.extend([1.0] * (len(ends) - len(weights)))
+                    weights.extend(np.diff(at, prepend=0).tolist())
+                    ends.extend(done)
+                    continue
+            ends.extend(done)
+            weights.extend([1.0] * len(done))
         order = np.argsort(np.array(ends, dtype=float), kind="stable")
         self._epoch_ends = np.array(ends, dtype=float)[order]
         self._epochs_done = np.concatenate([[0.0], np.cumsum(np.array(weights)[order])])
