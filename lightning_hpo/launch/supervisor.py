@@ -296,10 +296,8 @@ class Supervisor:
         name = signal.Signals(signum).name
         if self.stop_reason is None:
             self.stop_reason = f"stopped by {name}"
-            line = StopOrder(f"launcher {self.stop_reason}", now=True, interrupt=True).to_line()
-            for worker in self._workers.values():  # why, read by the SIGTERM's handler
-                with contextlib.suppress(OSError):
-                    os.write(worker.control, line.encode())
+            # why, first: the worker's SIGTERM handler reads it
+            self._send(StopOrder(f"launcher {self.stop_reason}", now=True, interrupt=True))
             self._signal_workers(signal.SIGTERM)
             self._kill_at = time.time() + GRACE_SECONDS
         elif self._grace_end is not None:
@@ -505,12 +503,17 @@ class Supervisor:
             self._grace_end, self._kill_at = None, time.time() + GRACE_SECONDS
         else:
             self._grace_end = time.time() + self.cfg.stop.grace
-        line = self._order.to_line().encode()
+        self._send(self._order)
+        for worker in self._workers.values():
+            if worker.ready:
+                self._wake(worker)
+
+    def _send(self, order: StopOrder) -> None:
+        """Write ``order`` on every worker's control pipe (one atomic write each)."""
+        line = order.to_line().encode()
         for worker in self._workers.values():
             with contextlib.suppress(OSError):  # it has just exited
                 os.write(worker.control, line)
-            if worker.ready:
-                self._wake(worker)
 
     def _wake(self, worker: _Worker) -> None:
         """Make a worker read its stop orders now (it installed the handler before "ready")."""

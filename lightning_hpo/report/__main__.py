@@ -148,9 +148,9 @@ def _params(row: Any, columns: list[str]) -> str:
     return " ".join(parts)
 
 
-def _best_lines(summary: dict[str, Any], metric: str, unit: str = "epoch") -> list[str]:
-    """The headline best (any trial, any epoch) and the best COMPLETE trial, in words; ``unit``
-    names the steps (``"epoch"`` or ``"step"``)."""
+def _best_lines(summary: dict[str, Any], info: Any) -> list[str]:
+    """The headline best (any trial, any epoch or step) and the best COMPLETE trial, in words."""
+    metric, unit = info.metric, info.resource
     if summary["best_trial"] is None:
         return ["Best: no value reported yet"]
     params = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_params"].items())
@@ -305,8 +305,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         console.print("Paused (RUNNING in Optuna, resumed from their checkpoint by the next "
                       "run): " + "; ".join(_paused_words(t) for t in paused[:8])
                       + ("; ..." if len(paused) > 8 else ""))
-    lines = (_pareto_lines(summary, info) if info.several
-             else _best_lines(summary, info.metric, info.resource))
+    lines = _pareto_lines(summary, info) if info.several else _best_lines(summary, info)
     for line in lines:
         console.print(line)
     slots = f" on {summary['slots']} slot(s)" if summary["slots"] else ""
