@@ -307,7 +307,7 @@ def _note_resource(trial: Any, resource: str) -> str | None:
         stored = known.get(study_id)
         if stored is None:
             stored = storage.get_study_system_attrs(study_id).get(RESOURCE_ATTR)
-            if stored not in RESOURCES:  # none yet (or not ours to read): this callback's
+            if not isinstance(stored, str) or stored not in RESOURCES:  # none yet, or unreadable
                 storage.set_study_system_attr(study_id, RESOURCE_ATTR, resource)
                 stored = resource
             known[study_id] = stored

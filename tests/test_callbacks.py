@@ -473,6 +473,16 @@ def test_the_first_fit_in_a_study_writes_what_its_steps_count(storage: Any, reso
     assert attrs[RESOURCE_ATTR] == resource
 
 
+@pytest.mark.parametrize("written", [["step"], "steps", 3], ids=["list", "unknown", "number"])
+def test_an_unreadable_resource_in_the_study_is_replaced_not_a_traceback(written: Any) -> None:
+    """What another tool left under the name (a list, another word) is this fit's to write."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    storage_of(study).set_study_system_attr(study_id_of(study), RESOURCE_ATTR, written)
+    callback = PruningCallback(study.ask(), monitor="epochs_seen", resource="step")
+    _trainer(callback, max_epochs=1).fit(_Progress(), _loader(), _loader())
+    assert storage_of(study).get_study_system_attrs(study_id_of(study))[RESOURCE_ATTR] == "step"
+
+
 @pytest.mark.parametrize(("first", "then"), [("step", "epoch"), ("epoch", "step")])
 def test_a_fit_by_the_other_resource_is_refused_before_it_trains(
     storage: Any, first: str, then: str
