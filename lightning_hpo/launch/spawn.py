@@ -12,6 +12,13 @@ mapping and its :class:`~lightning_hpo.launch.protocol.WorkerSpec` as JSON in it
 GPUs on a GPU machine, and its threads to its share of the cores (``OMP_NUM_THREADS``). Its
 output is appended to its slot's log.
 
+**Priority.** A worker runs at the launcher's ``nice`` (``nice -n 10 python -m
+lightning_hpo.launch`` on a shared machine). The process inherits it, but with the kernel's
+autogroups (``CONFIG_SCHED_AUTOGROUP``, on by default on most distributions) a new session is
+scheduled as a group at nice 0 beside every other, whatever its processes' nice, and the
+workers, which do all the training, would take the machine as if not niced: their session's
+autogroup gets the launcher's nice too (:func:`share_priority`).
+
 Example::
 
     spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getpid(),
@@ -36,7 +43,7 @@ from lightning_hpo.launch.devices import visible_gpus
 from lightning_hpo.launch.protocol import CONFIG_ENV, WORKER_ENV, WorkerSpec
 from lightning_hpo.launch.slurm import worker_environment
 
-__all__ = ["WorkerProcess", "spawn_worker"]
+__all__ = ["WorkerProcess", "share_priority", "spawn_worker"]
 
 
 @dataclass
@@ -86,6 +93,28 @@ def spawn_worker(raw: Mapping[str, Any], spec: WorkerSpec, log: Path) -> WorkerP
     finally:
         os.close(events_write)
         os.close(control_read)
+    share_priority(process.pid)
     reader = os.fdopen(events_read, "r")
     os.set_blocking(events_read, False)
     return WorkerProcess(process, reader, control_write)
+
+
+def share_priority(pid: int) -> None:
+    """Schedule process ``pid``, the leader of a session of its own, at this process's nice.
+
+    Writes the nice into ``/proc/PID/autogroup`` when it is not 0; nothing on a kernel without
+    autogroups (the process nice, inherited, is enough there) or where the kernel refuses.
+
+    Example::
+
+        child = subprocess.Popen(command, start_new_session=True)
+        share_priority(child.pid)   # under `nice -n 10`: /proc/PID/autogroup says "nice 10"
+    """
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    if nice == 0:
+        return
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as autogroup:
+            autogroup.write(str(nice))
+    except OSError:  # no autogroups, the process already gone, or a negative nice refused
+        pass
