@@ -27,11 +27,13 @@ $(STAMP): pyproject.toml | $(PY)
 demo: $(STAMP)
 	$(PY) -m lightning_hpo.launch
 
-# The whole suite and the package's docstring examples (pyproject.toml: --doctest-modules).
+# The whole suite and the package's docstring examples (pyproject.toml: --doctest-modules), in two
+# pytest processes at once: the tests that depend on timing, and the rest beside them at nice 10
+# (scripts/run_tests.py).
 test: $(STAMP)
 	bash scripts/ensure_postgres.sh
 	bash scripts/ensure_slurm.sh
-	$(PY) -m pytest
+	$(PY) scripts/run_tests.py
 
 # One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules,
 # the launcher against a plain Optuna script (bench_peers.py) and several objectives
@@ -43,7 +45,7 @@ bench-full: $(STAMP)
 	$(PY) benchmarks/run_all.py --full
 
 lint: $(STAMP)
-	$(PY) -m ruff check lightning_hpo tests benchmarks examples
+	$(PY) -m ruff check lightning_hpo tests benchmarks examples scripts
 	$(PY) -m mypy lightning_hpo
 
 clean:

@@ -18,6 +18,7 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
+from lightning_hpo.launch.spawn import share_priority
 from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import open_storage
 
@@ -171,11 +172,20 @@ def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Pop
     stdout unless ``capture_stderr``), taking SIGINT as a terminal's Ctrl-C, however the tests
     were started."""
     ctrl_c_reaches_children()
-    return subprocess.Popen(
+    return our_priority(subprocess.Popen(
         [sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd, env=env(),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE if capture_stderr else subprocess.STDOUT,
         text=True, start_new_session=True,
-    )
+    ))
+
+
+def our_priority(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``process``, started in a session of its own, scheduled at the tests' nice, as the
+    launcher does with its workers (:func:`~lightning_hpo.launch.spawn.share_priority`):
+    ``make test`` runs the tests that do not depend on timing at nice 10 beside those that do
+    (``scripts/run_tests.py``), and the launchers they start must stay at 10 too."""
+    share_priority(process.pid)
+    return process
 
 
 def finish(process: subprocess.Popen[str], timeout: float = 420) -> str:
@@ -205,8 +215,9 @@ def run_job(
     """
     import pytest
 
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = our_priority(subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True,
+                                         start_new_session=True))
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

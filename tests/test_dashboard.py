@@ -29,7 +29,7 @@ from lightning_hpo.schema import ATTR, objective_curve
 pytestmark = pytest.mark.slow  # starts real processes (a server, CLI interpreters)
 BIN = Path(sys.executable).parent
 STUDY = "demo"
-_START_TIMEOUT_S = 60
+_START_TIMEOUT_S = 180
 
 
 @pytest.fixture(params=[pytest.param("sqlite", id="sqlite"),

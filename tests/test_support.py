@@ -3,9 +3,14 @@ started, and no test forks the test process (see ``_support.ctrl_c_reaches_child
 
 from __future__ import annotations
 
+import doctest
+import importlib.util
+import os
 import re
 import subprocess
 import sys
+import types
+from pathlib import Path
 
 import pytest
 from _support import TESTS
@@ -43,3 +48,56 @@ def test_no_test_forks_the_test_process() -> None:
         for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)
     ]
     assert found == []
+
+
+# -- scripts/run_tests.py: make test's two parts ----------------------------------------------
+
+_RUNNER = TESTS.parent / "scripts" / "run_tests.py"
+
+
+def _runner() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("run_tests", _RUNNER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_runners_examples_and_its_timing_files_exist() -> None:
+    runner = _runner()
+    assert doctest.testmod(runner).failed == 0
+    missing = [name for name in runner.TIMING_FILES if not (TESTS / name).is_file()]
+    assert missing == [] and len(set(runner.TIMING_FILES)) == len(runner.TIMING_FILES)
+
+
+@pytest.mark.parametrize(("rest_passes", "status"), [(True, 0), (False, 1)],
+                         ids=["both-pass", "the-rest-fails"])
+def test_the_runner_runs_both_parts_and_fails_when_either_does(
+    tmp_path: Path, rest_passes: bool, status: int
+) -> None:
+    """A project with the timing files and one other: both parts run, the rest at nice 10 in
+    its own session, its output after the timing part's, and the counts added up. (A timing
+    file that is not there fails the run: pytest's "file or directory not found".)"""
+    (tmp_path / "tests").mkdir()
+    for name in _runner().TIMING_FILES:
+        (tmp_path / "tests" / name).write_text("")
+    (tmp_path / "lightning_hpo").mkdir()
+    probe = ("import os\n\ndef test_where():\n"
+             "    print(os.getpriority(os.PRIO_PROCESS, 0), os.getsid(0) == os.getpid())\n")
+    (tmp_path / "tests" / "test_launch.py").write_text(probe + "\ndef test_two():\n    pass\n")
+    (tmp_path / "tests" / "test_other.py").write_text(
+        probe + f"\ndef test_outcome():\n    assert {rest_passes}\n")
+    script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
+              f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
+              f"'pathlib').Path({str(tmp_path)!r})))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    out = done.stdout
+    assert done.returncode == status, out + done.stderr
+    timing_at, rest_at = out.index("test_launch.py"), out.index("the rest of the suite")
+    assert timing_at < rest_at < out.index("test_other.py")
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert f"{nice} False" in out[:rest_at]  # the timing part: our priority, our session
+    assert f"{min(nice + 10, 19)} True" in out[rest_at:]  # the rest: nice 10, a session of its own
+    words = "4 passed" if rest_passes else "1 failed, 3 passed"
+    assert out.rstrip().splitlines()[-1].startswith(f"make test: {words} in ")
