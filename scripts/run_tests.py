@@ -51,8 +51,8 @@ TIMING_FILES = (
     "test_launch_multiobjective.py",
 )
 
-#: The priority of the rest (``nice``): the timing part then gets about 10 CPU-seconds for each
-#: one of the rest's where both want the same core.
+#: How much nicer the rest runs than the timing part (``nice -n``): the timing part then gets
+#: about 10 CPU-seconds for each one of the rest's where both want the same core.
 REST_NICE = 10
 
 _COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
@@ -124,9 +124,11 @@ def exit_status(timing: int, rest: int) -> int:
     return timing or rest
 
 
-def lower_priority(pid: int, nice: int) -> None:
-    """Put process ``pid`` (the leader of a new session) and its session's autogroup at
-    ``nice``; an autogroup the kernel does not have is skipped."""
+def lower_priority(pid: int, steps: int) -> None:
+    """Make process ``pid`` (the leader of a new session) and its session's autogroup ``steps``
+    nicer than this process, as ``nice -n STEPS`` would (19 at most); an autogroup the kernel
+    does not have is skipped."""
+    nice = min(os.getpriority(os.PRIO_PROCESS, 0) + steps, 19)
     os.setpriority(os.PRIO_PROCESS, pid, nice)
     with contextlib.suppress(OSError):  # no autogroups: the process nice is enough there
         Path(f"/proc/{pid}/autogroup").write_text(str(nice))
@@ -166,7 +168,7 @@ def main(argv: Sequence[str] | None = None, root: Path = ROOT) -> int:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
         log.seek(0)
         rest_output = log.read().decode(errors="replace")
-    print(f"\n{'=' * 24} the rest of the suite, run beside the above at nice {REST_NICE} "
+    print(f"\n{'=' * 24} the rest of the suite, run beside the above {REST_NICE} nicer "
           f"{'=' * 24}", flush=True)
     print(rest_output, end="", flush=True)
     timing_counts = counts(shown.decode(errors="replace"))
