@@ -136,21 +136,20 @@ def lower_priority(pid: int, steps: int) -> None:
 
 def main(argv: Sequence[str] | None = None, root: Path = ROOT) -> int:
     """Run both parts in ``root``; print the timing part as it goes, then the rest, then
-    :func:`summary`; return :func:`exit_status`."""
+    :func:`summary`; return :func:`exit_status` (130 after Ctrl-C, 143 after SIGTERM)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if sys.stdout.isatty():  # the parts write to pipes and files: keep pytest's colours
         args = ["--color=yes", *args]
     timing_cmd, rest_cmd = commands(args)
     start = time.monotonic()
+    stopped: int | None = None
     with tempfile.TemporaryFile("w+b") as log:
         rest = subprocess.Popen(rest_cmd, cwd=root, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
         lower_priority(rest.pid, REST_NICE)
         timing = subprocess.Popen(timing_cmd, cwd=root, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT)
-        # SIGTERM (a CI time-out) stops both as Ctrl-C does: pytest then tears its fixtures down
-        # (the throwaway PostgreSQL servers, the SLURM cluster).
-        signal.signal(signal.SIGTERM, lambda *_: _interrupt(timing, rest))
+        signal.signal(signal.SIGTERM, _on_sigterm)
         shown = bytearray()
         try:
             assert timing.stdout is not None
@@ -160,12 +159,21 @@ def main(argv: Sequence[str] | None = None, root: Path = ROOT) -> int:
                 shown += chunk
             timing.wait()
             rest.wait()
-        except KeyboardInterrupt:  # the terminal's Ctrl-C reached the timing part, not the rest
-            _interrupt(rest)
+        except (KeyboardInterrupt, _Terminated) as stop:
+            # Both stop as after Ctrl-C, so that pytest tears its fixtures down (the throwaway
+            # PostgreSQL servers, the SLURM cluster). The terminal's Ctrl-C reached the timing
+            # part already (it is in this process group), not the rest (a session of its own).
+            ctrl_c = isinstance(stop, KeyboardInterrupt)
+            _interrupt(rest) if ctrl_c else _interrupt(timing, rest)
             _wait_or_kill(timing, rest)
-            return 130
+            stopped = 130 if ctrl_c else 143
         finally:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if stopped is not None and timing.stdout is not None:  # its last lines, once it ended
+            tail = timing.stdout.read()
+            sys.stdout.buffer.write(tail)
+            sys.stdout.buffer.flush()
+            shown += tail
         log.seek(0)
         rest_output = log.read().decode(errors="replace")
     print(f"\n{'=' * 24} the rest of the suite, run beside the above {REST_NICE} nicer "
@@ -173,7 +181,15 @@ def main(argv: Sequence[str] | None = None, root: Path = ROOT) -> int:
     print(rest_output, end="", flush=True)
     timing_counts = counts(shown.decode(errors="replace"))
     print(summary(timing_counts, counts(rest_output), time.monotonic() - start), flush=True)
-    return exit_status(timing.returncode, rest.returncode)
+    return stopped or exit_status(timing.returncode, rest.returncode)
+
+
+class _Terminated(Exception):
+    """SIGTERM reached the runner (a CI time-out)."""
+
+
+def _on_sigterm(*_: object) -> None:
+    raise _Terminated
 
 
 def _interrupt(*processes: subprocess.Popen) -> None:

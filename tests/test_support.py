@@ -7,8 +7,10 @@ import doctest
 import importlib.util
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -102,3 +104,40 @@ def test_the_runner_runs_both_parts_and_fails_when_either_does(
     assert f"{rest_nice} True" in out[rest_at:]  # the rest: 10 nicer, a session of its own
     words = "4 passed" if rest_passes else "1 failed, 3 passed"
     assert out.rstrip().splitlines()[-1].startswith(f"make test: {words} in ")
+
+
+@pytest.mark.parametrize(("how", "status"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_the_runner_stops_both_parts_on_sigterm_or_ctrl_c(
+    tmp_path: Path, how: str, status: int
+) -> None:
+    """A CI time-out (SIGTERM to the runner) or a terminal's Ctrl-C (SIGINT to its process
+    group) stops both parts as Ctrl-C does, so that their fixtures are torn down; the runner
+    then says what each part had done and exits 143 or 130."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "lightning_hpo").mkdir()
+    for name in _runner().TIMING_FILES:
+        (tmp_path / "tests" / name).write_text("")
+    slow = ("import pathlib, time\n\nimport pytest\n\n\n@pytest.fixture\ndef torn():\n"
+            "    pathlib.Path(__file__).with_suffix('.started').touch()\n"
+            "    yield\n    print('torn down')\n\n\ndef test_slow(torn):\n    time.sleep(60)\n")
+    (tmp_path / "tests" / "test_launch.py").write_text(slow)
+    (tmp_path / "tests" / "test_other.py").write_text(slow)
+    script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
+              f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
+              f"'pathlib').Path({str(tmp_path)!r})))")
+    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len(list((tmp_path / "tests").glob("*.started"))) < 2:  # both parts in test_slow
+        assert time.monotonic() < deadline and runner.poll() is None
+        time.sleep(0.1)
+    if how == "SIGTERM":
+        runner.send_signal(signal.SIGTERM)
+    else:  # what a terminal does: the whole foreground process group
+        os.killpg(runner.pid, signal.SIGINT)
+    out, _ = runner.communicate(timeout=60)
+    assert runner.returncode == status, out
+    rest_at = out.index("the rest of the suite")
+    assert "KeyboardInterrupt" in out[:rest_at] and "KeyboardInterrupt" in out[rest_at:], out
+    assert out.count("torn down") == 2, out
+    assert out.rstrip().splitlines()[-1].startswith("make test: no tests ran in "), out
