@@ -65,6 +65,21 @@ def _runner() -> types.ModuleType:
     return module
 
 
+def _project(tmp_path: Path, timing: str, other: str) -> list[str]:
+    """A project in ``tmp_path`` whose timing files are empty but ``test_launch.py``
+    (``timing``), with one other test file (``other``); the command that runs the runner there."""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "lightning_hpo").mkdir()
+    for name in _runner().TIMING_FILES:
+        (tmp_path / "tests" / name).write_text("")
+    (tmp_path / "tests" / "test_launch.py").write_text(timing)
+    (tmp_path / "tests" / "test_other.py").write_text(other)
+    script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
+              f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
+              f"'pathlib').Path({str(tmp_path)!r})))")
+    return [sys.executable, "-c", script]
+
+
 def test_the_runners_examples_and_its_timing_files_exist() -> None:
     runner = _runner()
     assert doctest.testmod(runner).failed == 0
@@ -80,20 +95,11 @@ def test_the_runner_runs_both_parts_and_fails_when_either_does(
     """A project with the timing files and one other: both parts run, the rest at nice 10 in
     its own session, its output after the timing part's, and the counts added up. (A timing
     file that is not there fails the run: pytest's "file or directory not found".)"""
-    (tmp_path / "tests").mkdir()
-    for name in _runner().TIMING_FILES:
-        (tmp_path / "tests" / name).write_text("")
-    (tmp_path / "lightning_hpo").mkdir()
     probe = ("import os\n\ndef test_where():\n"
              "    print(os.getpriority(os.PRIO_PROCESS, 0), os.getsid(0) == os.getpid())\n")
-    (tmp_path / "tests" / "test_launch.py").write_text(probe + "\ndef test_two():\n    pass\n")
-    (tmp_path / "tests" / "test_other.py").write_text(
-        probe + f"\ndef test_outcome():\n    assert {rest_passes}\n")
-    script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
-              f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
-              f"'pathlib').Path({str(tmp_path)!r})))")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120)
+    command = _project(tmp_path, probe + "\ndef test_two():\n    pass\n",
+                       probe + f"\ndef test_outcome():\n    assert {rest_passes}\n")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     out = done.stdout
     assert done.returncode == status, out + done.stderr
     timing_at, rest_at = out.index("test_launch.py"), out.index("the rest of the suite")
@@ -113,19 +119,11 @@ def test_the_runner_stops_both_parts_on_sigterm_or_ctrl_c(
     """A CI time-out (SIGTERM to the runner) or a terminal's Ctrl-C (SIGINT to its process
     group) stops both parts as Ctrl-C does, so that their fixtures are torn down; the runner
     then says what each part had done and exits 143 or 130."""
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "lightning_hpo").mkdir()
-    for name in _runner().TIMING_FILES:
-        (tmp_path / "tests" / name).write_text("")
     slow = ("import pathlib, time\n\nimport pytest\n\n\n@pytest.fixture\ndef torn():\n"
             "    pathlib.Path(__file__).with_suffix('.started').touch()\n"
             "    yield\n    print('torn down')\n\n\ndef test_slow(torn):\n    time.sleep(60)\n")
-    (tmp_path / "tests" / "test_launch.py").write_text(slow)
-    (tmp_path / "tests" / "test_other.py").write_text(slow)
-    script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
-              f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
-              f"'pathlib').Path({str(tmp_path)!r})))")
-    runner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+    command = _project(tmp_path, slow, slow)
+    runner = subprocess.Popen(command, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while len(list((tmp_path / "tests").glob("*.started"))) < 2:  # both parts in test_slow
