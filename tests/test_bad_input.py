@@ -89,6 +89,10 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "trainer.devices: is set by the launcher"),
     ("trainer-fit-value", {"trainer": {"max_epochs": 2, "accumulate_grad_batches": 0}}, [],
      "trainer.accumulate_grad_batches: is 0, but must be an integer >= 1"),
+    # Lightning's fit refuses it once the data is loaded: every trial would fail.
+    ("validation-beyond-an-epoch", {"trainer": {"max_epochs": 2, "limit_train_batches": 4,
+                                                "limit_val_batches": 2, "val_check_interval": 5}},
+     [], "trainer.val_check_interval: is 5, but an epoch has 4 training batches"),
     ("no-training-batch", {"trainer": {"max_epochs": 2, "limit_train_batches": 0}}, [],
      "trainer.limit_train_batches: is 0, but a trial must train"),
     # A pausing schedule ranks trials by the value of the epoch they paused after: every trial

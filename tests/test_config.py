@@ -184,7 +184,7 @@ BAD = [
     ("stop.max_wallclock_time", ".inf", "stop.max_wallclock_time", "seconds > 0"),
     ("stop.forever", "true", "stop.forever", "unknown field"),
     ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
-    ("trainer.precision", "[16]", "trainer.precision", "wrong type"),
+    ("trainer.precision", "[16]", "trainer.precision", "is [16], but must be a string or an int"),
     ("trainer.callbacks", "[]", "trainer.callbacks", "needs a LightningCLI config"),
     ("trainer.devices", "2", "trainer.devices", "is set by the launcher"),
     ("trainer.max_steps", "100", "trainer.max_steps", "is set by the launcher"),
@@ -801,6 +801,65 @@ def test_registry_trainer_takes_any_lightning_argument_the_launcher_does_not_own
     cfg = parse_config({**BASE, "trainer": {key: value, "gradient_clip_val": 0.5}})
     assert cfg.trainer == {key: value, "gradient_clip_val": 0.5}
     assert check_against_registry(cfg) == []  # a real Trainer argument: no note
+
+
+@pytest.mark.parametrize(("trainer", "field", "words"), [
+    # digits at batch_size 128 (the space's high end) is 12 training batches an epoch
+    ({"val_check_interval": 13}, "trainer.val_check_interval",
+     "is 13, but an epoch has 12 training batches: give at most 12, or a fraction of an epoch "
+     "(e.g. 0.5) (the space's high end, data.batch_size 128)"),
+    ({"val_check_interval": 5, "limit_train_batches": 4}, "trainer.val_check_interval",
+     "is 5, but an epoch has 4 training batches"),
+    ({"limit_train_batches": 0.01}, "trainer.limit_train_batches",
+     "is 0.01, which leaves none of an epoch's 45 training batches: give at least 0.0222"),
+    ({"val_check_interval": 0.5, "check_val_every_n_epoch": None}, "trainer",
+     "val_check_interval: 0.5, check_val_every_n_epoch: None together, which Lightning's "
+     "Trainer refuses: `val_check_interval` should be an integer"),
+])
+def test_trainer_values_lightnings_fit_would_refuse_in_every_trial_are_refused_first(
+    trainer: dict[str, object], field: str, words: str
+) -> None:
+    """Each value alone builds a Trainer; what fails is the epoch's batch count (known once the
+    data is loaded) or the values together: every trial would fail with Lightning's error."""
+    cfg = parse_config({**BASE, "pruner": "none",
+                        "space": {"lr": {"loguniform": [0.01, 1.0]},
+                                  "batch_size": {"randint": [32, 128]}},
+                        "trainer": {"max_epochs": 2, **trainer}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == field
+    assert words in info.value.message
+
+
+@pytest.mark.parametrize("trainer", [
+    {"val_check_interval": 12},  # an epoch's 12 batches at the high end
+    {"val_check_interval": 30, "check_val_every_n_epoch": None},  # counts across epochs
+    {"deterministic": "warn"},
+    {"deterministic": None, "check_val_every_n_epoch": 2},
+])
+def test_trainer_values_lightning_takes_pass_parse_and_check(trainer: dict[str, object]) -> None:
+    """``null`` and ``"warn"`` are values the Trainer documents (parse_config took only the
+    types of the other values before)."""
+    cfg = parse_config({**BASE, "pruner": "none",
+                        "space": {"lr": {"loguniform": [0.01, 1.0]},
+                                  "batch_size": {"randint": [32, 128]}},
+                        "trainer": {"max_epochs": 2, **trainer}})
+    assert check_against_registry(cfg) == []
+
+
+@pytest.mark.parametrize(("key", "value", "allowed"), [
+    ("check_val_every_n_epoch", "2", "an integer >= 1, or null (validate by val_check_interval)"),
+    ("max_epochs", 2.5, "an int"),
+    ("precision", 1.5, "a string or an int"),
+    ("limit_val_batches", "all", "an int or a float"),
+])
+def test_a_trainer_value_of_the_wrong_type_says_what_is_allowed(
+    key: str, value: object, allowed: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({**BASE, "trainer": {key: value}})
+    assert (info.value.field, info.value.message) == (f"trainer.{key}",
+                                                      f"is {value!r}, but must be {allowed}")
 
 
 def test_an_unknown_registry_trainer_argument_is_refused_against_lightnings_trainer() -> None:

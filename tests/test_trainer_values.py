@@ -12,8 +12,10 @@ import pytest
 from lightning_hpo.launch.trainer_values import (
     ALLOWED,
     NEEDED,
+    batch_count_refusal,
     fit_refusal,
     launcher_refusal,
+    needs_batch_count,
     unvalidated_rungs,
 )
 
@@ -93,3 +95,53 @@ def test_the_launcher_needs_a_batch_to_train_and_to_validate(
 ) -> None:
     assert (launcher_refusal(key, value) == NEEDED[key]) is refused
     assert launcher_refusal("max_epochs", 0) is None  # only the keys of NEEDED
+
+
+@pytest.mark.parametrize(("trainer", "needed"), [
+    ({}, False),
+    ({"val_check_interval": 0.5}, False),
+    ({"val_check_interval": 1.0}, False),
+    ({"val_check_interval": 50}, True),
+    ({"val_check_interval": True}, False),  # not a number of batches
+    ({"limit_train_batches": 0.25}, True),
+    ({"limit_train_batches": 1.0}, False),
+    ({"limit_train_batches": 4}, False),
+])
+def test_the_batch_count_is_needed_only_for_values_counted_in_batches(
+    trainer: dict[str, Any], needed: bool
+) -> None:
+    assert needs_batch_count(trainer) is needed
+
+
+# Lightning's rules (fit_loop.setup_data, data_connector._parse_num_batches) on an epoch of
+# ``batches`` training batches: (trainer values, batches, the field refused or None).
+BATCH_CASES: list[tuple[dict[str, Any], int | None, str | None]] = [
+    ({"val_check_interval": 23}, 23, None),  # at most an epoch's batches
+    ({"val_check_interval": 24}, 23, "trainer.val_check_interval"),
+    ({"val_check_interval": 24, "check_val_every_n_epoch": None}, 23, None),  # across epochs
+    ({"val_check_interval": 24, "check_val_every_n_epoch": 2}, 23, "trainer.val_check_interval"),
+    ({"val_check_interval": 5, "limit_train_batches": 4}, 23, "trainer.val_check_interval"),
+    ({"val_check_interval": 4, "limit_train_batches": 4}, 23, None),
+    ({"val_check_interval": 4, "limit_train_batches": 40}, 23, None),  # min(23, 40)
+    ({"val_check_interval": 6, "limit_train_batches": 0.25}, 23, "trainer.val_check_interval"),
+    ({"val_check_interval": 5, "limit_train_batches": 0.25}, 23, None),  # int(23 * 0.25) = 5
+    ({"limit_train_batches": 0.04}, 23, "trainer.limit_train_batches"),  # int(0.92) = 0
+    ({"limit_train_batches": 0.05}, 23, None),  # int(1.15) = 1
+    ({"val_check_interval": 10**6}, None, None),  # the count unknown: the trial says
+    ({"val_check_interval": 0.5}, 1, None),
+]
+
+
+@pytest.mark.parametrize(("trainer", "batches", "field"), BATCH_CASES)
+def test_values_counted_in_batches_are_checked_against_an_epochs_batches(
+    trainer: dict[str, Any], batches: int | None, field: str | None
+) -> None:
+    refused = batch_count_refusal(trainer, batches)
+    assert (None if refused is None else refused[0]) == field
+    if refused is not None:
+        assert "training batches" in refused[1]
+        if field == "trainer.val_check_interval":
+            assert refused[1].startswith(f"is {trainer['val_check_interval']}, but an epoch has")
+            assert "give at most" in refused[1]
+        else:
+            assert f"give at least {1 / batches:.3g}" in refused[1]

@@ -118,10 +118,10 @@ TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "precision": (str, int),
     "gradient_clip_val": (int, float),
     "accumulate_grad_batches": int,
-    "deterministic": bool,
+    "deterministic": (bool, str, type(None)),  # true, false, "warn" or null: ALLOWED's rule
     "limit_train_batches": (int, float),
     "limit_val_batches": (int, float),
-    "check_val_every_n_epoch": int,
+    "check_val_every_n_epoch": (int, type(None)),  # null: validate by val_check_interval
     "log_every_n_steps": int,
 }
 #: ``trainer.logger``: where each trial's epochs are logged besides its ``metrics.csv`` (always
@@ -478,12 +478,33 @@ def _trainer(raw: Any, cli: bool = False) -> dict[str, Any]:
         types = TRAINER_KEYS.get(key)
         if types is None or (cli and key != "max_epochs"):  # the CLI's parser checks them
             continue
-        if not isinstance(value, types) or (isinstance(value, bool) and types is not bool):
-            raise ConfigError(f"trainer.{key}", f"has the wrong type: {value!r}")
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+            raise ConfigError(f"trainer.{key}", f"is {value!r}, but must be {_type_words(key)}")
     out = dict(raw)
     if cli and out.get("logger") not in (None, "tensorboard", "csv"):
         out.pop("logger")  # the CLI's own logger, in cli.sections
     return out
+
+
+def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _type_words(key: str) -> str:
+    """What ``trainer.<key>`` of :data:`TRAINER_KEYS` may be, in words.
+
+    Example::
+
+        >>> _type_words("check_val_every_n_epoch"), _type_words("gradient_clip_val")
+        ('an integer >= 1, or null (validate by val_check_interval)', 'an int or a float')
+    """
+    from lightning_hpo.launch.trainer_values import ALLOWED
+
+    if key in ALLOWED:
+        return ALLOWED[key][1]
+    names = {"int": "an int", "float": "a float", "str": "a string", "bool": "true or false",
+             "NoneType": "null"}
+    return " or ".join(names[t.__name__] for t in _tuple(TRAINER_KEYS[key]))
 
 
 def _tensorboard_available() -> bool:
@@ -876,7 +897,11 @@ def check_against_registry(cfg: Config) -> list[str]:
     except (ValueError, TypeError) as error:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
-    from lightning_hpo.launch.trainer_values import unvalidated_rungs
+    from lightning_hpo.launch.trainer_values import (
+        batch_count_refusal,
+        needs_batch_count,
+        unvalidated_rungs,
+    )
 
     levels = pause_levels(cfg)
     if cfg.cli is not None:
@@ -905,11 +930,11 @@ def check_against_registry(cfg: Config) -> list[str]:
             )
     for end, label in ((0, "low"), (-1, "high")):
         values = {name: range_end(dist, end) for name, dist in cfg.space.items()}
+        data_values = {k: v for k, v in values.items() if k in data_params}
         try:
             build_model(cfg.model, **cfg.model_args,
                         **{k: v for k, v in values.items() if k not in data_params})
-            build_datamodule(cfg.data, **cfg.data_args,
-                             **{k: v for k, v in values.items() if k in data_params})
+            data = build_datamodule(cfg.data, **cfg.data_args, **data_values)
         except ConfigError as error:
             key = error.field.partition(".")[2]
             if key in cfg.space:
@@ -917,6 +942,12 @@ def check_against_registry(cfg: Config) -> list[str]:
                     f"space.{key}", f"the {label} end {values[key]!r} is refused: {error.message}"
                 ) from None
             raise
+        if needs_batch_count(cfg.trainer):
+            where = "".join(f", data.{k} {v!r}" for k, v in data_values.items())
+            refused = batch_count_refusal(cfg.trainer,
+                                          _train_batches(data, cfg.devices.per_trial))
+            if refused is not None:
+                raise ConfigError(refused[0], f"{refused[1]} (the space's {label} end{where})")
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
     optional = getattr(model_class(cfg.model), "OPTIONAL_METRICS", None) or {}
     for index, (metric, _) in enumerate(cfg.objectives):
@@ -930,6 +961,25 @@ def check_against_registry(cfg: Config) -> list[str]:
             raise ConfigError(where, f"'{metric}' is logged by {cfg.model} only with "
                               f"model.{flag}: true")
     return []
+
+
+def _train_batches(data: Any, world_size: int) -> int | None:
+    """How many training batches one of ``world_size`` DDP ranks gets an epoch from the data
+    module ``data`` (set up here, outside a Trainer), as Lightning counts them before
+    ``limit_train_batches``; None when they cannot be counted (its data missing, a loader
+    without a length): the trial then reports what is wrong."""
+    try:
+        data.setup("fit")
+        loader = data.train_dataloader()
+        batches = len(loader)
+    except Exception:  # noqa: BLE001 (the trial reports it, with the data module's words)
+        return None
+    size, sampler = getattr(loader, "batch_size", None), getattr(loader, "sampler", None)
+    if world_size > 1 and isinstance(size, int) and size > 0 and hasattr(sampler, "__len__"):
+        examples = math.ceil(len(sampler) / world_size)  # type: ignore[arg-type]  # DistributedSampler's share a rank
+        batches = examples // size if getattr(loader, "drop_last", False) else math.ceil(
+            examples / size)
+    return batches
 
 
 def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
@@ -957,13 +1007,11 @@ def _check_trainer_arguments(trainer: Mapping[str, Any]) -> None:
 def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
     """Each ``trainer.*`` value as Lightning's Trainer takes it (``precision: bogus``,
     ``limit_train_batches: -2``): a Trainer is built on the CPU with each one alone, so that
-    the refusal names its key; a value only a GPU takes is let through. Values the Trainer
-    takes and only ``fit`` refuses, or never does, first (:mod:`~lightning_hpo.launch.
-    trainer_values`)."""
+    the refusal names its key, then with all of them (values that refuse each other); a value
+    only a GPU takes is let through. Values the Trainer takes and only ``fit`` refuses, or never
+    does, first (:mod:`~lightning_hpo.launch.trainer_values`)."""
     import tempfile
     import warnings
-
-    from lightning.pytorch import Trainer
 
     from lightning_hpo._scratch import scratch_prefix
     from lightning_hpo.launch._quiet import quiet_lightning
@@ -979,14 +1027,33 @@ def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as scratch, \
             warnings.catch_warnings(), quiet_lightning():
         warnings.simplefilter("ignore")
-        for key, value in trainer.items():
-            if key in ("callbacks", "plugins", "max_epochs", "logger"):
-                continue
-            try:
-                Trainer(**{**quiet, key: value, "default_root_dir": scratch})
-            except Exception as error:  # Lightning's ValueError, TypeError, Misconfiguration
-                message = " ".join(str(error).split())
-                if re.search(r"\b(cuda|gpu|mps|tpu|accelerator)\b", message, re.IGNORECASE):
-                    continue  # a value for the slot's GPU, not for this CPU check
+        given = {key: value for key, value in trainer.items()
+                 if key not in ("callbacks", "plugins", "max_epochs", "logger")}
+        for key, value in given.items():
+            message = _trainer_refusal({**quiet, key: value, "default_root_dir": scratch})
+            if message is not None:
                 raise ConfigError(f"trainer.{key}", f"is {value!r}, which Lightning's Trainer "
-                                  f"refuses: {message[:300]}") from None
+                                  f"refuses: {message}")
+        # Each value alone passed; some refuse each other (check_val_every_n_epoch: null with
+        # a fractional val_check_interval).
+        message = _trainer_refusal({**quiet, **given, "default_root_dir": scratch})
+        if len(given) > 1 and message is not None:
+            shown = ", ".join(f"{key}: {value!r}" for key, value in given.items())
+            raise ConfigError("trainer", f"{shown} together, which Lightning's Trainer refuses: "
+                              f"{message}")
+
+
+def _trainer_refusal(arguments: Mapping[str, Any]) -> str | None:
+    """Lightning's words (one line, at most 300 characters) when ``Trainer(**arguments)``
+    raises, None when it builds; None too for a refusal that names a GPU (a value for the
+    slot's device, not for this CPU check)."""
+    from lightning.pytorch import Trainer
+
+    try:
+        Trainer(**arguments)
+    except Exception as error:  # Lightning's ValueError, TypeError, Misconfiguration
+        message = " ".join(str(error).split())
+        if re.search(r"\b(cuda|gpu|mps|tpu|accelerator)\b", message, re.IGNORECASE):
+            return None
+        return message[:300]
+    return None

@@ -18,10 +18,13 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["ALLOWED", "NEEDED", "fit_refusal", "launcher_refusal", "unvalidated_rungs"]
+__all__ = [
+    "ALLOWED", "NEEDED", "batch_count_refusal", "fit_refusal", "launcher_refusal",
+    "needs_batch_count", "unvalidated_rungs",
+]
 
 
 def _int_at_least(low: int) -> Callable[[Any], bool]:
@@ -123,3 +126,65 @@ def unvalidated_rungs(every: Any, levels: Sequence[int]) -> str | None:
         return None
     return (f"validates every {every} epochs, but {paused}: use 1, or rungs that are multiples "
             f"of {every} (pruner.min_resource, pruner.reduction_factor)")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def needs_batch_count(trainer: Mapping[str, Any]) -> bool:
+    """Whether ``trainer``'s values can only be checked against an epoch's number of training
+    batches (:func:`batch_count_refusal`): ``val_check_interval`` in batches (an integer), or
+    ``limit_train_batches`` as a fraction below 1.
+
+    Example::
+
+        >>> needs_batch_count({"val_check_interval": 50}), needs_batch_count({})
+        (True, False)
+    """
+    limit = trainer.get("limit_train_batches")
+    return _is_int(trainer.get("val_check_interval")) or (
+        isinstance(limit, float) and 0 < limit < 1)
+
+
+def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
+                        ) -> tuple[str, str] | None:
+    """``(field, why)`` when ``trainer``'s values fail every trial whose epochs have ``batches``
+    training batches, as Lightning's ``fit`` refuses them once the data is loaded; None when
+    they do not, or ``batches`` is unknown.
+
+    Lightning's rules: ``limit_train_batches`` cuts an epoch to that many batches (an integer)
+    or to ``int(batches * fraction)``, which must leave at least one; an integer
+    ``val_check_interval`` must be at most that many, unless ``check_val_every_n_epoch`` is
+    null (validation then counts batches across epochs).
+
+    Example::
+
+        >>> field, why = batch_count_refusal({"val_check_interval": 50}, 23)
+        >>> print(field, why)
+        trainer.val_check_interval is 50, but an epoch has 23 training batches: give at most
+        23, or a fraction of an epoch (e.g. 0.5)
+        >>> batch_count_refusal({"val_check_interval": 50, "check_val_every_n_epoch": None}, 23)
+        >>> batch_count_refusal({"limit_train_batches": 0.01}, 23)[0]
+        'trainer.limit_train_batches'
+    """
+    if batches is None or batches <= 0:
+        return None
+    limit = trainer.get("limit_train_batches", 1.0)
+    per_epoch = batches
+    if _is_int(limit):
+        per_epoch = min(batches, limit)
+    elif isinstance(limit, float):
+        per_epoch = int(batches * limit)
+        if per_epoch == 0 and limit > 0:
+            return ("trainer.limit_train_batches",
+                    f"is {limit}, which leaves none of an epoch's {batches} training batches: "
+                    f"give at least {1 / batches:.3g}, or a number of batches (an integer)")
+    interval = trainer.get("val_check_interval")
+    every = trainer.get("check_val_every_n_epoch", 1)
+    if isinstance(interval, int) and not isinstance(interval, bool) and interval > per_epoch \
+            and every is not None:
+        return ("trainer.val_check_interval",
+                f"is {interval}, but an epoch has {per_epoch} training batches: give at most "
+                f"{per_epoch}, or a fraction of an epoch (e.g. 0.5)")
+    return None
