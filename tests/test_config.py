@@ -812,6 +812,9 @@ def test_registry_trainer_takes_any_lightning_argument_the_launcher_does_not_own
      "is 5, but an epoch has 4 training batches"),
     ({"limit_train_batches": 0.01}, "trainer.limit_train_batches",
      "is 0.01, which leaves none of an epoch's 45 training batches: give at least 0.0222"),
+    ({"val_check_interval": 13, "check_val_every_n_epoch": None}, "trainer.val_check_interval",
+     "is 13, but an epoch has 12 training batches, and with check_val_every_n_epoch: null the "
+     "epochs between two validations would have no value to report"),
     ({"val_check_interval": 0.5, "check_val_every_n_epoch": None}, "trainer",
      "val_check_interval: 0.5, check_val_every_n_epoch: None together, which Lightning's "
      "Trainer refuses: `val_check_interval` should be an integer"),
@@ -831,9 +834,23 @@ def test_trainer_values_lightnings_fit_would_refuse_in_every_trial_are_refused_f
     assert words in info.value.message
 
 
+def test_every_trainer_value_the_fit_rules_allow_has_a_type_parse_config_takes() -> None:
+    """parse_config checks the types of some Trainer keys; trainer_values says which values
+    Lightning's fit takes: a value it allows (null, "warn") must not be a wrong type."""
+    from test_trainer_values import GOOD
+
+    from lightning_hpo.launch.config import TRAINER_KEYS
+
+    shared = set(GOOD) & set(TRAINER_KEYS)
+    assert {"check_val_every_n_epoch", "deterministic", "gradient_clip_val"} <= shared
+    for key in sorted(shared):
+        for value in GOOD[key]:
+            assert parse_config({**BASE, "trainer": {key: value}}).trainer[key] == value
+
+
 @pytest.mark.parametrize("trainer", [
     {"val_check_interval": 12},  # an epoch's 12 batches at the high end
-    {"val_check_interval": 30, "check_val_every_n_epoch": None},  # counts across epochs
+    {"val_check_interval": 12, "check_val_every_n_epoch": None},  # counts across epochs
     {"deterministic": "warn"},
     {"deterministic": None, "check_val_every_n_epoch": 2},
 ])

@@ -118,7 +118,10 @@ def test_the_batch_count_is_needed_only_for_values_counted_in_batches(
 BATCH_CASES: list[tuple[dict[str, Any], int | None, str | None]] = [
     ({"val_check_interval": 23}, 23, None),  # at most an epoch's batches
     ({"val_check_interval": 24}, 23, "trainer.val_check_interval"),
-    ({"val_check_interval": 24, "check_val_every_n_epoch": None}, 23, None),  # across epochs
+    # Across epochs (Lightning takes it), but the epochs between two validations have no value
+    ({"val_check_interval": 24, "check_val_every_n_epoch": None}, 23,
+     "trainer.val_check_interval"),
+    ({"val_check_interval": 23, "check_val_every_n_epoch": None}, 23, None),
     ({"val_check_interval": 24, "check_val_every_n_epoch": 2}, 23, "trainer.val_check_interval"),
     ({"val_check_interval": 5, "limit_train_batches": 4}, 23, "trainer.val_check_interval"),
     ({"val_check_interval": 4, "limit_train_batches": 4}, 23, None),

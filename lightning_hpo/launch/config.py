@@ -116,7 +116,7 @@ DIRECTIONS = ("minimize", "maximize")
 TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "max_epochs": int,
     "precision": (str, int),
-    "gradient_clip_val": (int, float),
+    "gradient_clip_val": (int, float, type(None)),  # null: no clipping
     "accumulate_grad_batches": int,
     "deterministic": (bool, str, type(None)),  # true, false, "warn" or null: ALLOWED's rule
     "limit_train_batches": (int, float),
@@ -495,7 +495,7 @@ def _type_words(key: str) -> str:
 
     Example::
 
-        >>> _type_words("check_val_every_n_epoch"), _type_words("gradient_clip_val")
+        >>> _type_words("check_val_every_n_epoch"), _type_words("limit_val_batches")
         ('an integer >= 1, or null (validate by val_check_interval)', 'an int or a float')
     """
     from lightning_hpo.launch.trainer_values import ALLOWED

@@ -156,7 +156,9 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
     Lightning's rules: ``limit_train_batches`` cuts an epoch to that many batches (an integer)
     or to ``int(batches * fraction)``, which must leave at least one; an integer
     ``val_check_interval`` must be at most that many, unless ``check_val_every_n_epoch`` is
-    null (validation then counts batches across epochs).
+    null (validation then counts batches across epochs). The launcher asks the same with null:
+    it reads every epoch's value, and an epoch without a validation has none (a trial whose
+    epochs all pass without one fails: its metric was never logged).
 
     Example::
 
@@ -164,7 +166,8 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
         >>> print(field, why)
         trainer.val_check_interval is 50, but an epoch has 23 training batches: give at most
         23, or a fraction of an epoch (e.g. 0.5)
-        >>> batch_count_refusal({"val_check_interval": 50, "check_val_every_n_epoch": None}, 23)
+        >>> batch_count_refusal({"val_check_interval": 50, "check_val_every_n_epoch": None}, 23)[0]
+        'trainer.val_check_interval'
         >>> batch_count_refusal({"limit_train_batches": 0.01}, 23)[0]
         'trainer.limit_train_batches'
     """
@@ -181,10 +184,11 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
                     f"is {limit}, which leaves none of an epoch's {batches} training batches: "
                     f"give at least {1 / batches:.3g}, or a number of batches (an integer)")
     interval = trainer.get("val_check_interval")
-    every = trainer.get("check_val_every_n_epoch", 1)
-    if isinstance(interval, int) and not isinstance(interval, bool) and interval > per_epoch \
-            and every is not None:
-        return ("trainer.val_check_interval",
-                f"is {interval}, but an epoch has {per_epoch} training batches: give at most "
-                f"{per_epoch}, or a fraction of an epoch (e.g. 0.5)")
-    return None
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval <= per_epoch:
+        return None
+    across = ("" if trainer.get("check_val_every_n_epoch", 1) is not None else
+              ", and with check_val_every_n_epoch: null the epochs between two validations "
+              "would have no value to report (trials are judged by each epoch's)")
+    return ("trainer.val_check_interval",
+            f"is {interval}, but an epoch has {per_epoch} training batches{across}: give at "
+            f"most {per_epoch}, or a fraction of an epoch (e.g. 0.5)")
