@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ from optuna.storages import BaseStorage
 from optuna.trial import TrialState
 from typing_extensions import override
 
-from lightning_hpo._optuna import storage_of, study_id_of, trial_id_of
+from lightning_hpo._optuna import storage_of, study_id_of, trial_id_of, unwrap_storage
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import ATTR, RESOURCE_ATTR, with_objective_values
 
@@ -128,6 +129,8 @@ class PruningCallback(L.Callback):
         self._reported = 0  # steps reported during this fit
         self._validations = 0  # validations during this fit
         self._last_step = 0  # the last step reported (resource="step")
+        self._pid = os.getpid()  # a fit in processes started for it works on copies (spawn)
+        self._fit_here = False  # a fit of this process ran this object's hooks
 
     @property
     def pruned(self) -> bool:
@@ -139,18 +142,39 @@ class PruningCallback(L.Callback):
         self.pruned_at_epoch = self.pruned_at_step = None
         self._validated = False
         self._reported = self._validations = self._last_step = 0
-        refusal = None
+        self._fit_here = True
+        refusal: tuple[str, str] | None = None
         if trainer.is_global_zero:
+            if os.getpid() != self._pid:  # a copy, in a process the fit started (ddp_spawn)
+                _check_shared_storage(self.trial, trainer)
             _say_if_a_stopped_trial_completed()
-            refusal = _note_resource(self.trial, self.resource)
+            refusal = self._monitor_refusal()  # before the first epoch trains, not after it
+            if refusal is None:
+                why = _note_resource(self.trial, self.resource)
+                refusal = None if why is None else ("resource", why)
         if trainer.world_size > 1:  # every rank raises rank 0's refusal: none waits for it
             refusal = self._check_same_trial_on_every_rank(trainer, refusal)
         if refusal is not None:
-            raise ConfigError("resource", refusal)
+            raise ConfigError(*refusal)
 
-    def _check_same_trial_on_every_rank(self, trainer: L.Trainer, refusal: str | None
-                                        ) -> str | None:
-        """Raise unless every rank trains rank 0's trial; rank 0's ``refusal``, on every rank."""
+    def _monitor_refusal(self) -> tuple[str, str] | None:
+        """``("monitor", why)`` when ``monitor`` names another number of metrics than the
+        study has objectives; None otherwise (and for a trial without a study)."""
+        study = getattr(self.trial, "study", None)
+        if study is None:
+            return None
+        objectives = len(study.directions)
+        if objectives == len(self._monitors):
+            return None
+        return ("monitor", f"names {len(self._monitors)} metric(s) {list(self._monitors)}, but "
+                f"study '{study.study_name}' has {objectives} objective(s): give one per "
+                "objective")
+
+    def _check_same_trial_on_every_rank(self, trainer: L.Trainer,
+                                        refusal: tuple[str, str] | None
+                                        ) -> tuple[str, str] | None:
+        """Raise unless every rank trains rank 0's trial; rank 0's ``refusal`` (field, why), on
+        every rank."""
         mine = (self.trial.number, dict(self.trial.params))
         *leader, refusal = trainer.strategy.broadcast((*mine, refusal), src=0)
         if tuple(leader) != mine:
@@ -240,12 +264,7 @@ class PruningCallback(L.Callback):
                 return False
             self.trial.report(values[0], step)
             return bool(self.trial.should_prune())
-        objectives = len(study.directions)
-        if objectives != len(values):
-            raise ConfigError("monitor", f"names {len(values)} metric(s) {list(self._monitors)}, "
-                              f"but study '{study.study_name}' has {objectives} objective(s): "
-                              "give one per objective")
-        if objectives == 1:
+        if len(study.directions) == 1:  # one monitor a objective: checked at fit start
             self.trial.report(values[0], step)
             return bool(self.trial.should_prune())
         # Several objectives: Optuna's report refuses them; the values go to a user attribute
@@ -285,9 +304,44 @@ class PruningCallback(L.Callback):
             trainer.fit(model, datamodule=data)
             pruning.raise_if_pruned()   # Optuna records the trial as PRUNED
         """
-        for unit, at in (("epoch", self.pruned_at_epoch), ("step", self.pruned_at_step)):
+        pruned: tuple[tuple[str, int | None], ...] = (
+            ("epoch", self.pruned_at_epoch), ("step", self.pruned_at_step))
+        if not self._fit_here:  # fit ran in processes started for it (strategy="ddp_spawn"),
+            pruned = _stored_prune(self.trial)  # on copies of this object: rank 0 stored it
+        for unit, at in pruned:
             if at is not None:
                 raise optuna.TrialPruned(f"trial {self.trial.number} pruned at {unit} {at}")
+
+
+#: Why a fit in processes started for it cannot take a study in this process's memory along.
+SPAWNED_FIT = ("runs fit in processes started for it, which work on copies of the trial and "
+               "cannot write to a study held in this process's memory: give the study a "
+               "storage they share (optuna.create_study(storage='sqlite:///study.db') or a "
+               "journal file), or use strategy='ddp'")
+
+
+def _check_shared_storage(trial: Any, trainer: L.Trainer) -> None:
+    """Rank 0 of a fit in processes started for it (``ddp_spawn``, ``ddp_fork``): refuse a
+    study in the parent's memory, whose copy here would take every report and lose it."""
+    study = getattr(trial, "study", None)
+    if study is None:  # a FixedTrial: nothing is written
+        return
+    if isinstance(unwrap_storage(storage_of(study)), optuna.storages.InMemoryStorage):
+        strategy = type(trainer.strategy).__name__
+        raise ConfigError("strategy", f"{strategy} (start method "
+                          f"{getattr(trainer.strategy, '_start_method', 'unknown')}) {SPAWNED_FIT}")
+
+
+def _stored_prune(trial: Any) -> tuple[tuple[str, int | None], ...]:
+    """Where the trial's rank 0 recorded that the pruner stopped it (its user attributes in
+    the storage); None for each unit where it did not, or where there is no storage."""
+    study = getattr(trial, "study", None)
+    if study is None:
+        return (("epoch", None), ("step", None))
+    attrs = storage_of(study).get_trial(trial_id_of(trial)).user_attrs
+    return tuple((unit, attrs.get(key) if isinstance(attrs.get(key), int) else None)
+                 for unit, key in (("epoch", ATTR.PRUNED_AT_EPOCH),
+                                   ("step", ATTR.PRUNED_AT_STEP)))
 
 
 def _note_resource(trial: Any, resource: str) -> str | None:

@@ -141,6 +141,12 @@ def test_a_monitor_list_of_another_length_than_the_objectives_is_a_config_error(
     study = _study(ASHAPruner(1, max_resource=MAX_EPOCHS), directions, plan=PLAN[:1])
 
     class Extra(TwoMetrics):
+        trained = 0
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            Extra.trained += 1
+            return super().training_step(batch, batch_idx)
+
         def validation_step(self, batch: Any, batch_idx: int) -> None:
             super().validation_step(batch, batch_idx)
             self.log("param_count_2", 1.0)
@@ -158,6 +164,7 @@ def test_a_monitor_list_of_another_length_than_the_objectives_is_a_config_error(
     assert info.value.field == "monitor"
     assert words in str(info.value) and "\n" not in str(info.value)
     assert study.trials[0].state == TrialState.FAIL
+    assert Extra.trained == 0  # refused when fit starts, not after an epoch of training
 
 
 @pytest.mark.parametrize(

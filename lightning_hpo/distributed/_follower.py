@@ -82,7 +82,17 @@ class LeaderTrial:
         return value
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_trial", "_channel"):  # copy and pickle ask for
+            raise AttributeError(name)  # these on an object whose __init__ has not run
         return getattr(self._trial, name)
+
+    def __reduce__(self) -> Any:
+        raise TypeError(
+            "lightning_hpo.create_study's trials are for strategy='ddp', whose ranks re-run the "
+            "script; a strategy that runs fit in processes started for it (ddp_spawn, "
+            "ddp_fork, ddp_notebook) cannot take one along: create the study with "
+            "optuna.create_study and a storage the processes share (sqlite:///study.db, a "
+            "journal file), or use strategy='ddp'")
 
     def __repr__(self) -> str:
         return f"LeaderTrial(number={self._trial.number})"
