@@ -142,6 +142,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "storage: cannot open mongodb://hpo:***@127.0.0.1:1/db: Can't load plugin"),
     ("postgres-default-driver", {"storage": f"postgresql://hpo:{SECRET}@127.0.0.1:1/db"}, [],
      "storage: cannot open postgresql://hpo:***@127.0.0.1:1/db: "),
+    ("postgres-driver-not-installed", {"storage": f"postgresql+pg8000://hpo:{SECRET}@127.0.0.1:1/db"},
+     [], "; install the driver, or name an installed one in the URL"),
     # The run folder: made and written (a test file) before the study is created.
     ("run-dir-cannot-be-made", {"run_dir": "/proc/nope"}, [],
      "run_dir: cannot create /proc/nope/t: "),

@@ -16,7 +16,7 @@ import pytest
 from _support import SECRET, _journal_with_garbage_inside
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.storage import StorageSpec, check_storage, open_storage
+from lightning_hpo.storage import StorageSpec, check_storage, mask, open_storage
 
 # ------------------------------------------------------------------------------------------
 # The spec: pure.
@@ -209,3 +209,43 @@ def test_reading_a_missing_journal_named_as_a_database_names_the_sqlite_url(
         StorageSpec("runs/t.journal").open(create=False)
     assert str(info.value).endswith("no journal file at runs/t.journal")
     assert list(tmp_path.iterdir()) == []
+
+
+def _table_names(storage: str) -> list[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(storage)
+    try:
+        return sorted(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("tables", [[], ["mydata"]])
+def test_a_reader_refuses_a_database_without_optunas_tables_and_writes_none(
+    where: str, tables: list[str], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Optuna's RDBStorage creates its schema in whatever database it opens: a report (or
+    ``load_study``) pointed at a database of something else left 13 tables in it."""
+    import sqlalchemy as sa
+
+    if where == "sqlite":
+        storage = f"sqlite:///{tmp_path / 'mine.db'}"
+        (tmp_path / "mine.db").touch()  # an empty file is an empty SQLite database
+    else:
+        storage = request.getfixturevalue("postgres_server").new_database("not_optuna")
+    engine = sa.create_engine(storage)
+    with engine.begin() as connection:
+        for table in tables:
+            connection.exec_driver_sql(f"CREATE TABLE {table} (x integer)")
+    engine.dispose()
+    with pytest.raises(ConfigError) as caught:
+        open_storage(storage, create=False)
+    has = "no tables" if not tables else "no Optuna tables (it has mydata)"
+    assert str(caught.value) == (f"storage: {mask(storage)} holds no Optuna study: the "
+                                 f"database has {has}; nothing was written to it")
+    assert _table_names(storage) == tables
+    open_storage(storage)  # a writer (the launcher) makes them
+    assert "studies" in _table_names(storage)
+    open_storage(storage, create=False)  # and then a reader opens it

@@ -273,8 +273,10 @@ class StorageSpec:
 
         Args:
             create: make a missing journal file or SQLite database (and its parent folder).
-                Without it a missing file is an error: a reader never leaves an empty file at a
-                mistyped path.
+                Without it a missing file is an error, and so is a database without Optuna's
+                tables (Optuna's ``RDBStorage`` would create them): a reader never leaves an
+                empty file at a mistyped path, nor Optuna's tables in a database of something
+                else.
             heartbeat: ``(interval, grace_period)`` in seconds for Optuna's RDB heartbeat
                 (``RDBStorage(heartbeat_interval=, grace_period=)``); RDB storages only.
 
@@ -299,6 +301,8 @@ class StorageSpec:
             if self.is_proxy:
                 return _open_proxy(self)
             if self.is_rdb:
+                if not create and self.kind != "sqlite-memory":
+                    _check_optuna_tables(self)  # RDBStorage would make them in any database
                 return _open_rdb(spec, heartbeat)
             return _open_journal(Path(spec), spec, writer=create)
         except ConfigError:
@@ -360,7 +364,9 @@ def _cannot_open(spec: str, error: BaseException) -> ConfigError:
     """``storage: cannot open <masked spec>: <reason>``, the driver's reason on one line."""
     cause = getattr(error, "orig", None) or error  # SQLAlchemy wraps the driver's error
     reason = " ".join(str(cause).split())[:300] or type(cause).__name__
-    if isinstance(cause, ModuleNotFoundError):  # SQLAlchemy 2.1 takes psycopg 3 for postgresql://
+    # SQLAlchemy 2.1 takes psycopg 3 for postgresql://; Optuna's RDBStorage re-raises the
+    # driver's ModuleNotFoundError as ImportError("Failed to import DB access module ...")
+    if isinstance(cause, ImportError):
         example = " (postgresql+psycopg2://...)" if spec.startswith("postgresql://") else ""
         reason += f"; install the driver, or name an installed one in the URL{example}"
     return ConfigError("storage", f"cannot open {mask(spec)}: {mask_text(reason, spec)}")
@@ -424,6 +430,42 @@ def _check_sqlite(path: Path, spec: str) -> None:
         raise ConfigError("storage", f"{mask(spec)} is not an SQLite database ({error})") from None
     finally:
         connection.close()
+
+
+#: The table every Optuna RDB storage has (with ``alembic_version`` and the trial tables).
+_OPTUNA_TABLE = "studies"
+
+
+def _check_optuna_tables(storage: StorageSpec) -> None:
+    """Refuse, before Optuna's ``RDBStorage`` creates its schema there, a database that holds no
+    Optuna tables: read-only for an SQLite file, an inspection query on a server.
+
+    Raises:
+        ConfigError: ``storage: <masked spec> holds no Optuna study: ...``, naming the tables
+            it has (at most 5).
+    """
+    path = storage.path
+    if path is not None:
+        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
+        try:
+            tables = [row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        finally:
+            connection.close()
+    else:
+        import sqlalchemy as sa
+
+        engine = sa.create_engine(storage.text, **_engine_kwargs(storage.text))
+        try:
+            tables = sorted(sa.inspect(engine).get_table_names())
+        finally:
+            engine.dispose()
+    if _OPTUNA_TABLE in tables:
+        return
+    shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+    raise ConfigError("storage", f"{storage.masked} holds no Optuna study: the database has "
+                      f"{'no tables' if not tables else 'no Optuna tables (it has ' + shown + ')'}"
+                      "; nothing was written to it")
 
 
 def _ping(spec: str) -> None:
