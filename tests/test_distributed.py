@@ -148,6 +148,25 @@ def test_create_study_takes_a_journal_file_path(tmp_path: Path) -> None:
     assert [t.params for t in again.trials] == [t.params for t in stored.trials]
 
 
+@pytest.mark.parametrize("kind", ["journal", "sqlite"])
+def test_a_pathlib_path_is_a_journal_file_and_a_missing_study_is_named(
+    kind: str, tmp_path: Path
+) -> None:
+    """A ``pathlib.Path`` went to Optuna as a storage object (AttributeError: 'PosixPath' object
+    has no attribute 'create_new_study'); a study name not there was Optuna's bare
+    ``KeyError: 'Record does not exist.'``."""
+    storage: object = (tmp_path / "ddp.journal" if kind == "journal"
+                       else f"sqlite:///{tmp_path / 'ddp.db'}")
+    study = hpo.create_study(storage=storage, study_name="j")  # type: ignore[arg-type]
+    study.optimize(_square, n_trials=1)
+    assert len(hpo.load_study(study_name="j", storage=storage).trials) == 1  # type: ignore[arg-type]
+    hpo.create_study(storage=storage, study_name="k")  # type: ignore[arg-type]
+    with pytest.raises(KeyError) as info:
+        hpo.load_study(study_name="typo", storage=storage)  # type: ignore[arg-type]
+    shown = str(storage) if kind == "journal" else f"sqlite:///{tmp_path / 'ddp.db'}"
+    assert info.value.args[0] == f"no study named 'typo' in {shown}; studies there: j, k"
+
+
 def test_a_bad_storage_url_is_one_config_error_with_the_password_masked() -> None:
     url = "postgresql+psycopg2://hpo:s3cr3t-pw@127.0.0.1:1/db"  # nothing listens on port 1
     with pytest.raises(ConfigError) as info:
@@ -199,3 +218,65 @@ def test_a_followers_set_up_writes_are_rank_zeros_alone(
     follower.set_user_attr("note", "from every rank")
     if storage == "journal":
         assert Path(spec).read_bytes() == before
+
+
+_SPAWN_SCRIPT = ROOT / "tests" / "_ddp_spawn_script.py"
+
+
+def _run_spawn(kind: str, out_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = ddp_clean_env(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return run_job([sys.executable, str(_SPAWN_SCRIPT), kind, str(out_dir)],
+                   cwd=out_dir, env=env, timeout=_TIMEOUT_S)
+
+
+@pytest.mark.slow
+def test_a_trial_pruned_in_a_spawned_fit_ends_pruned(tmp_path: Path) -> None:
+    """``strategy="ddp_spawn"`` runs fit in processes of its own, on copies of the callback:
+    ``raise_if_pruned`` in the objective reads what rank 0 stored. Before, the pruned trial
+    (stopped after epoch 1) ended COMPLETE with its epoch-1 value, ranked with the others."""
+    result = _run_spawn("sqlite", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "error.txt").exists(), (tmp_path / "error.txt").read_text()
+    trials = json.loads((tmp_path / "trials.json").read_text())
+    assert [t["state"] for t in trials] == ["COMPLETE", "PRUNED", "COMPLETE"], trials
+    assert list(trials[1]["values"]) == ["1"]  # stopped at the first rung
+    assert trials[1]["attrs"] == {"pruned_at_epoch": 1}
+    assert [list(t["values"]) for t in (trials[0], trials[2])] == [["1", "2"], ["1", "2"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "words"), [
+    # Optuna's default storage: the spawned rank 0 reported into its own copy of the study
+    ("memory", "ConfigError: strategy: DDPStrategy (start method spawn) runs fit in processes "
+               "started for it, which work on copies of the trial and cannot write to a study "
+               "held in this process's memory: give the study a storage they share"),
+    # create_study's trial (for strategy="ddp") could not be copied: RecursionError in every rank
+    ("leader", "TypeError: lightning_hpo.create_study's trials are for strategy='ddp', whose "
+               "ranks re-run the script; a strategy that runs fit in processes started for it "
+               "(ddp_spawn, ddp_fork, ddp_notebook) cannot take one along"),
+])
+def test_a_spawned_fit_refuses_what_it_cannot_report_to(kind: str, words: str,
+                                                        tmp_path: Path) -> None:
+    result = _run_spawn(kind, tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert not (tmp_path / "trials.json").exists()
+    assert words in (tmp_path / "error.txt").read_text()
+
+
+def test_create_studys_trial_is_not_copied_and_says_why() -> None:
+    """copy and pickle ask a new object for dunder names before ``__init__`` ran: no
+    recursion, a TypeError naming the strategies that copy a trial."""
+    import copy
+    import pickle
+
+    seen: list[str] = []
+
+    def objective(trial: object) -> float:
+        for how in (pickle.dumps, copy.copy, copy.deepcopy):
+            with pytest.raises(TypeError, match="lightning_hpo.create_study's trials are for"):
+                how(trial)
+            seen.append(how.__name__)
+        return 0.0
+
+    hpo.create_study().optimize(objective, n_trials=1)
+    assert seen == ["dumps", "copy", "deepcopy"]

@@ -90,16 +90,19 @@ class DistributedStudy(optuna.Study):
         channel.finish()
 
 
-def _resolve_storage(storage: str | BaseStorage | None, *, create: bool) -> BaseStorage:
+def _resolve_storage(storage: str | os.PathLike[str] | BaseStorage | None, *, create: bool
+                     ) -> BaseStorage:
     """One storage object for both Optuna's ``create_study`` and our subclass.
 
-    A string is a storage spec opened as the launcher opens it
+    A string (or a path, a journal file's) is a storage spec opened as the launcher opens it
     (:meth:`~lightning_hpo.storage.StorageSpec.open`): a journal file path or an RDB URL, with
     SQLite's lock wait and the retry on a schema-creation race; a bad one raises
     :class:`~lightning_hpo.ConfigError` with the password masked.
     """
     if storage is None:
         return optuna.storages.InMemoryStorage()
+    if isinstance(storage, os.PathLike):
+        storage = os.fspath(storage)
     if isinstance(storage, str):
         return StorageSpec(storage).open(create=create)
     return storage
@@ -113,7 +116,7 @@ def _as_distributed(study: optuna.Study, storage: BaseStorage) -> DistributedStu
 
 def create_study(
     *,
-    storage: str | BaseStorage | None = None,
+    storage: str | os.PathLike[str] | BaseStorage | None = None,
     sampler: optuna.samplers.BaseSampler | None = None,
     pruner: optuna.pruners.BasePruner | None = None,
     study_name: str | None = None,
@@ -129,7 +132,7 @@ def create_study(
 
     ``storage`` is a storage object, None (in memory), or a spec as the launcher takes it: an
     RDB URL (``sqlite:///hpo.db``, ``postgresql://...``) or a journal file path
-    (``runs/hpo.journal``); a missing file is created.
+    (``runs/hpo.journal``, a string or a :class:`pathlib.Path`); a missing file is created.
 
     Raises:
         ConfigError: ``storage: cannot open <spec, password masked>: <reason>``.
@@ -141,6 +144,7 @@ def create_study(
         >>> type(study).__name__, len(study.trials)
         ('DistributedStudy', 3)
     """
+    storage = os.fspath(storage) if isinstance(storage, os.PathLike) else storage
     if is_follower():
         return FollowerStudy(study_name, storage)
     resolved = _resolve_storage(storage, create=True)
@@ -159,7 +163,7 @@ def create_study(
 def load_study(
     *,
     study_name: str | None,
-    storage: str | BaseStorage,
+    storage: str | os.PathLike[str] | BaseStorage,
     sampler: optuna.samplers.BaseSampler | None = None,
     pruner: optuna.pruners.BasePruner | None = None,
 ) -> DistributedStudy | Any:
@@ -170,15 +174,24 @@ def load_study(
 
     Raises:
         ConfigError: ``storage: cannot open <spec>: no SQLite database at <path>`` and the like.
+        KeyError: no study of that name is there (Optuna's error, naming the studies that are).
 
     Example::
 
         study = lightning_hpo.load_study(study_name="lenet", storage="sqlite:///hpo.db")
     """
+    storage = os.fspath(storage) if isinstance(storage, os.PathLike) else storage
     if is_follower():
         return FollowerStudy(study_name, storage)
     resolved = _resolve_storage(storage, create=False)
-    study = optuna.load_study(
-        study_name=study_name, storage=resolved, sampler=sampler, pruner=pruner
-    )
+    try:
+        study = optuna.load_study(
+            study_name=study_name, storage=resolved, sampler=sampler, pruner=pruner
+        )
+    except KeyError:  # Optuna's own words: 'Record does not exist.'
+        names = sorted(optuna.get_all_study_names(resolved))
+        where = StorageSpec(storage).masked if isinstance(storage, str) else type(
+            storage).__name__
+        raise KeyError(f"no study named {study_name!r} in {where}; studies there: "
+                       f"{', '.join(names) or 'none'}") from None
     return _as_distributed(study, resolved)
