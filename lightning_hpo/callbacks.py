@@ -130,6 +130,8 @@ class PruningCallback(L.Callback):
         self._validations = 0  # validations during this fit
         self._last_step = 0  # the last step reported (resource="step")
         self._pid = os.getpid()  # a fit in processes started for it works on copies (spawn)
+        self._skipped = False  # a validation that logged nothing new was not reported
+        self._seen: tuple[Any, ...] | None = None  # the monitored metrics' objects last reported
         self._fit_here = False  # a fit of this process ran this object's hooks
 
     @property
@@ -142,6 +144,8 @@ class PruningCallback(L.Callback):
         self.pruned_at_epoch = self.pruned_at_step = None
         self._validated = False
         self._reported = self._validations = self._last_step = 0
+        self._skipped = False
+        self._seen = None
         self._fit_here = True
         refusal: tuple[str, str] | None = None
         if trainer.is_global_zero:
@@ -206,7 +210,24 @@ class PruningCallback(L.Callback):
 
     def _decide(self, trainer: L.Trainer, step: int) -> None:
         """Every rank: report the monitored values at ``step`` (rank 0), and stop training
-        when the pruner says so (rank 0's answer, broadcast)."""
+        when the pruner says so (rank 0's answer, broadcast).
+
+        A validation that logged none of the monitored metrics anew (a model that logs them on
+        some epochs only) is not reported, said once a fit: Lightning keeps the last value in
+        ``callback_metrics``, the same tensor object, which would be reported again as this
+        step's. A metric logged once (a parameter count) beside others logged anew counts."""
+        metrics = trainer.callback_metrics
+        current = tuple(metrics.get(name) for name in self._monitors)
+        if not metrics or (self._seen is not None
+                           and all(c is p for c, p in zip(current, self._seen, strict=True))):
+            if trainer.is_global_zero and not self._skipped:  # every rank skips alike
+                _logger.warning(
+                    "PruningCallback: trial %d: %s %d's validation logged nothing new for %s, "
+                    "so nothing was reported for it (said once a fit)",
+                    self.trial.number, self.resource, step, ", ".join(self._monitors))
+            self._skipped = True
+            return
+        self._seen = current
         self._reported += 1
         values = [self._read_metric(trainer, name) for name in self._monitors]
         should_prune = False
@@ -287,9 +308,12 @@ class PruningCallback(L.Callback):
         metrics = trainer.callback_metrics
         if name not in metrics:
             logged = ", ".join(sorted(metrics)) or "none"
+            when = (f"epoch {trainer.current_epoch + 1}" if self.resource == "epoch" else
+                    f"step {trainer.global_step}")
             raise ConfigError(
                 "monitor",
-                f"'{name}' is not logged by the LightningModule; logged metrics: {logged}",
+                f"'{name}' is not logged by the LightningModule (by {when}); logged metrics: "
+                f"{logged}",
             )
         value = float(metrics[name])
         if not math.isfinite(value):

@@ -14,7 +14,9 @@ from typing import Any
 import lightning as L
 import optuna
 import pytest
+import torch
 from optuna.trial import TrialState
+from torch.utils.data import DataLoader, TensorDataset
 
 from lightning_hpo import DigitsDataModule, LeNet, PruningCallback, callbacks
 from lightning_hpo._optuna import storage_of, study_id_of
@@ -142,10 +144,56 @@ def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
     with pytest.raises(ConfigError) as info:
         _fit(trial, epochs=1, monitor="val_acc")
     message = str(info.value)
-    assert message.startswith("monitor: 'val_acc' is not logged")
+    assert message.startswith("monitor: 'val_acc' is not logged by the LightningModule (by "
+                              "epoch 1); logged metrics: ")
     # reported at the epoch's end: the training step's per-epoch loss is among them
     assert message.endswith(
         "logged metrics: parameters, train_loss, validation_error, validation_loss")
+
+
+class _EverySecondEpoch(L.LightningModule):
+    """Logs ``loss`` in the validation of even epochs (2, 4...) only, and nothing else."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch: Any, index: int) -> Any:
+        return self.layer(batch[0]).pow(2).mean()
+
+    def validation_step(self, batch: Any, index: int) -> None:
+        if self.current_epoch % 2 == 1:
+            self.log("loss", self.layer(batch[0]).pow(2).mean())
+
+    def configure_optimizers(self) -> Any:
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    def train_dataloader(self) -> Any:
+        return DataLoader(TensorDataset(torch.ones(8, 4)), batch_size=4)
+
+    def val_dataloader(self) -> Any:
+        return DataLoader(TensorDataset(torch.ones(4, 4)), batch_size=4)
+
+
+def test_a_validation_that_logged_nothing_is_not_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before, the first epoch that logged nothing failed the trial ("'loss' is not logged ...;
+    logged metrics: none"), though the model logs it every second epoch."""
+    study = optuna.create_study(pruner=PruneAt(None))
+    trial = study.ask()
+    callback = PruningCallback(trial, monitor="loss")
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.callbacks"):
+        L.Trainer(accelerator="cpu", max_epochs=4, logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False,
+                  num_sanity_val_steps=0, callbacks=[callback]).fit(_EverySecondEpoch())
+    # epoch 3 logged nothing either: before, its report repeated epoch 2's value, which
+    # Lightning keeps in callback_metrics
+    values = study.trials[0].intermediate_values
+    assert sorted(values) == [2, 4] and values[2] != values[4]
+    said = [r.getMessage() for r in caplog.records if "logged nothing new" in r.getMessage()]
+    assert said == [f"PruningCallback: trial {trial.number}: epoch 1's validation logged "
+                    "nothing new for loss, so nothing was reported for it (said once a fit)"]
 
 
 def test_reused_callback_resets_between_fits() -> None:
