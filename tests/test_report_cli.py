@@ -93,6 +93,32 @@ def test_unreachable_storage_is_one_masked_line(
     assert not (tmp_path / "missing").exists()  # nothing created
 
 
+def test_an_empty_storage_spec_says_what_one_looks_like(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """It read as the current folder: "storage: . is a folder, not a journal file"."""
+    assert main(["--storage", ""]) == 2
+    assert capsys.readouterr().err == ("error: storage: is '': give a journal file path "
+                                       "(runs/study.journal) or an RDB URL (sqlite:///study.db)\n")
+
+
+def test_a_plain_optuna_study_without_steps_or_params_reads_without_empty_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An objective that reports nothing and suggests nothing: no "(RUNNING; )", no "after 0
+    epochs", no device-hours of a fraction of a second."""
+    spec = str(tmp_path / "plain.journal")
+    study = optuna.create_study(study_name="plain", storage=open_storage(spec))
+    study.optimize(lambda trial: 1.0, n_trials=2)
+    assert main(["--storage", spec, "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    best = [line for line in out.splitlines() if line.startswith(("Best value", "Best COMPLETE"))]
+    assert best == ["Best value observed: 1, trial 0 (COMPLETE)",
+                    "Best COMPLETE trial: trial 0, value 1"], out
+    compute = next(line for line in out.splitlines() if line.startswith("Compute: "))
+    assert "device-h" not in compute, compute
+
+
 def test_help_shows_an_example() -> None:
     result = subprocess.run([sys.executable, "-m", "lightning_hpo.report", "--help"],
                             capture_output=True, text=True, timeout=60)

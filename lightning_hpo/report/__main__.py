@@ -165,14 +165,16 @@ def _best_lines(summary: dict[str, Any], info: Any) -> list[str]:
         how = str(state)
     at = "" if summary["best_step"] is None else f" at {unit} {summary['best_step']}"
     lines = [f"Best {metric} observed: {_fmt(summary['best_value'])}, trial "
-             f"{summary['best_trial']}{at} ({how}; {params})"]
+             f"{summary['best_trial']}{at} ({how}{'; ' + params if params else ''})"]
     if summary["best_complete_trial"] is None:
         lines.append("Best COMPLETE trial: none yet")
     else:
         done = " ".join(f"{k}={_fmt(v, 3)}" for k, v in summary["best_complete_params"].items())
+        epochs = summary["best_complete_epochs"]  # 0: it reported no step (plain Optuna)
+        after = f" after {epochs} {unit}s" if epochs else ""
         lines.append(f"Best COMPLETE trial: trial {summary['best_complete_trial']}, {metric} "
-                     f"{_fmt(summary['best_complete_value'])} after "
-                     f"{summary['best_complete_epochs']} {unit}s ({done})")
+                     f"{_fmt(summary['best_complete_value'])}{after}"
+                     f"{f' ({done})' if done else ''}")
     return lines
 
 
@@ -314,8 +316,8 @@ def _report(args: argparse.Namespace, console: Console) -> None:
                "counted in device-s)" if summary["unfinished"] else "")
     spent = (f"{summary['epochs']} epochs" if info.resource == "epoch" else
              f"{summary['epochs']} steps (up to each trial's last report)")
-    console.print(f"Compute: {spent}, {device_s:.1f} device-s "
-                  f"({device_s / 3600:.3g} device-h){slots} in "
+    hours = f" ({device_s / 3600:.3g} device-h)" if device_s >= 36 else ""  # 0.01 h and up
+    console.print(f"Compute: {spent}, {device_s:.1f} device-s{hours}{slots} in "
                   f"{_duration(summary['wall_clock_s'])} wall-clock{running}")
     notes = limitations(snap)
     if notes:

@@ -237,6 +237,7 @@ class StorageSpec:
             'new journal file'
         """
         spec = self.text
+        _check_not_empty(spec)
         try:
             path, kind = self.path, self.kind
             if kind == "sqlite-memory":
@@ -287,6 +288,7 @@ class StorageSpec:
                 else, before anything is written to it.
         """
         spec = self.text
+        _check_not_empty(spec)
         try:
             path = self.path
             if path is not None:
@@ -358,6 +360,13 @@ def _check_local(path: Path, storage: StorageSpec) -> bool:
     if storage.is_rdb:
         _check_sqlite(path, spec)
     return True
+
+
+def _check_not_empty(spec: str) -> None:
+    """An empty spec (``--storage ""``) is not the current folder: say what one looks like."""
+    if not spec.strip():
+        raise ConfigError("storage", f"is {spec!r}: give a journal file path "
+                          "(runs/study.journal) or an RDB URL (sqlite:///study.db)")
 
 
 def _cannot_open(spec: str, error: BaseException) -> ConfigError:
