@@ -93,6 +93,14 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("validation-beyond-an-epoch", {"trainer": {"max_epochs": 2, "limit_train_batches": 4,
                                                 "limit_val_batches": 2, "val_check_interval": 5}},
      [], "trainer.val_check_interval: is 5, but an epoch has 4 training batches"),
+    ("last-epoch-not-validated", {"trainer": {"max_epochs": 3, "check_val_every_n_epoch": 2,
+                                              "limit_train_batches": 4, "limit_val_batches": 2}},
+     [], "trainer.check_val_every_n_epoch: validates every 2 epochs, but trials train up to 3 "
+         "(pruner.max_resource): the last epoch would not validate"),
+    ("validation-interval-zero", {"trainer": {"max_epochs": 2, "val_check_interval": 0}}, [],
+     "trainer.val_check_interval: is 0, but must be an integer >= 1 (batches)"),
+    ("trainer-barebones", {"trainer": {"max_epochs": 2, "barebones": True}}, [],
+     "trainer.barebones: is set by the launcher"),
     ("no-training-batch", {"trainer": {"max_epochs": 2, "limit_train_batches": 0}}, [],
      "trainer.limit_train_batches: is 0, but a trial must train"),
     # A pausing schedule ranks trials by the value of the epoch they paused after: every trial

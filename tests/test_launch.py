@@ -129,32 +129,32 @@ def test_a_run_whose_every_trial_failed_exits_1_with_the_first_reason(tmp_path: 
 
 
 @pytest.mark.parametrize(
-    ("trainer", "reported"),
-    [({"val_check_interval": 0.5}, [1, 2, 3]), ({"check_val_every_n_epoch": 2}, [2])],
+    ("trainer", "epochs", "reported"),
+    [({"val_check_interval": 0.5}, 3, [1, 2, 3]), ({"check_val_every_n_epoch": 2}, 4, [2, 4])],
     ids=["twice-an-epoch", "every-second-epoch"],
 )
 def test_a_trial_counts_the_epochs_it_trained_however_often_it_validates(
-    tmp_path: Path, trainer: dict[str, Any], reported: list[int]
+    tmp_path: Path, trainer: dict[str, Any], epochs: int, reported: list[int]
 ) -> None:
     """Each epoch trained has one end time, validated twice (``val_check_interval: 0.5``, which
     counted each epoch twice: 6 for 3) or not at all (``check_val_every_n_epoch: 2``, which
-    counted only the validated ones: 1 for 3); the values are those of the validated epochs.
+    counted only the validated ones: 2 for 4); the values are those of the validated epochs.
     The launcher's line for each trial counts its epochs trained too (it said 2 for 3 where
-    the last epoch did not validate)."""
-    config = config_file(tmp_path, trainer={"max_epochs": 3, "limit_train_batches": 4,
+    the last epoch did not validate, a config now refused)."""
+    config = config_file(tmp_path, trainer={"max_epochs": epochs, "limit_train_batches": 4,
                                             "limit_val_batches": 2, **trainer},
                          stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 1})
     result = launch(str(config), cwd=tmp_path)  # not a terminal: a line per trial
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if line.startswith("trial ")]
-    assert len(lines) == 2 and all(" COMPLETE epochs   3 " in line for line in lines), lines
+    assert len(lines) == 2 and all(f" COMPLETE epochs   {epochs} " in line for line in lines), lines
     for trial in study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False):
         assert trial.state == TrialState.COMPLETE
         assert sorted(trial.intermediate_values) == reported
         attrs = trial.user_attrs
-        assert attrs[ATTR.EPOCHS] == attrs[ATTR.EPOCHS_TRAINED] == 3, attrs
-        assert len(attrs[ATTR.EPOCH_END_TIMES]) == 3
-        assert [s["to_epoch"] for s in attrs[ATTR.SEGMENTS]] == [3]
+        assert attrs[ATTR.EPOCHS] == attrs[ATTR.EPOCHS_TRAINED] == epochs, attrs
+        assert len(attrs[ATTR.EPOCH_END_TIMES]) == epochs
+        assert [s["to_epoch"] for s in attrs[ATTR.SEGMENTS]] == [epochs]
 
 
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:

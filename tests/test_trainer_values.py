@@ -29,6 +29,7 @@ GOOD: dict[str, list[Any]] = {
     "inference_mode": [True, False],
     "sync_batchnorm": [True, False],
     "use_distributed_sampler": [True, False],
+    "val_check_interval": [None, 1, 50, 0.25, 1.0, "00:00:10:00", {"minutes": 5}],
 }
 BAD: dict[str, list[Any]] = {
     "accumulate_grad_batches": [0, -1, 1.5, 2.0, "2", True, None],
@@ -40,6 +41,7 @@ BAD: dict[str, list[Any]] = {
     "inference_mode": ["false", "true", 1],
     "sync_batchnorm": ["yes", None],
     "use_distributed_sampler": ["false", 0],
+    "val_check_interval": [0, 0.0, -1, 1.5, True, [1]],  # 0: ZeroDivisionError in every trial
 }
 
 
@@ -133,6 +135,24 @@ BATCH_CASES: list[tuple[dict[str, Any], int | None, str | None]] = [
     ({"val_check_interval": 10**6}, None, None),  # the count unknown: the trial says
     ({"val_check_interval": 0.5}, 1, None),
 ]
+VAL_CASES: list[tuple[dict[str, Any], int | None, str | None]] = [
+    ({"limit_val_batches": 0.1}, 5, "trainer.limit_val_batches"),  # int(0.5) = 0
+    ({"limit_val_batches": 0.2}, 5, None),
+    ({"limit_val_batches": 1}, 5, None),
+    ({"limit_val_batches": 0.1}, None, None),  # the count unknown
+]
+
+
+@pytest.mark.parametrize(("trainer", "val_batches", "field"), VAL_CASES)
+def test_a_validation_fraction_must_leave_a_batch(
+    trainer: dict[str, Any], val_batches: int | None, field: str | None
+) -> None:
+    assert needs_batch_count(trainer) is isinstance(trainer["limit_val_batches"], float)
+    refused = batch_count_refusal(trainer, 23, val_batches)
+    assert (None if refused is None else refused[0]) == field
+    if refused is not None:
+        assert refused[1].startswith(f"is {trainer['limit_val_batches']}, which leaves none of "
+                                     f"the {val_batches} validation batches: give at least")
 
 
 @pytest.mark.parametrize(("trainer", "batches", "field"), BATCH_CASES)

@@ -70,12 +70,14 @@ OWNED_TRAINER: dict[str, str] = {
     "min_epochs": "the pruner decides how long a trial trains, in epochs (pruner.max_resource)",
     "fast_dev_run": "a trial must train its epochs (run the project's own fit to try it)",
     "enable_progress_bar": "workers write logs, not progress bars",
+    "barebones": "the launcher logs each trial's epochs and keeps its checkpoints (barebones "
+                 "turns both off)",
 }
 #: What the launcher sets the owned arguments that do not depend on the slot to: a project config
 #: that sets one of them to the same value is not told it is replaced.
 FIXED_TRAINER: dict[str, Any] = {
     "enable_checkpointing": True, "max_steps": -1, "max_time": None, "min_epochs": None,
-    "fast_dev_run": False, "enable_progress_bar": False,
+    "fast_dev_run": False, "enable_progress_bar": False, "barebones": False,
 }
 
 

@@ -900,6 +900,7 @@ def check_against_registry(cfg: Config) -> list[str]:
     from lightning_hpo.launch.trainer_values import (
         batch_count_refusal,
         needs_batch_count,
+        unvalidated_end,
         unvalidated_rungs,
     )
 
@@ -913,10 +914,11 @@ def check_against_registry(cfg: Config) -> list[str]:
         with tempfile.TemporaryDirectory(prefix=scratch_prefix("check")) as scratch:
             return check_cli(cfg.cli, cfg.space, Path(scratch), cfg.max_epochs, levels)
     _check_trainer_arguments(cfg.trainer)
-    if levels:
-        why = unvalidated_rungs(cfg.trainer.get("check_val_every_n_epoch", 1), levels)
-        if why is not None:
-            raise ConfigError("trainer.check_val_every_n_epoch", why)
+    every = cfg.trainer.get("check_val_every_n_epoch", 1)
+    why = (unvalidated_rungs(every, levels) if levels else None) or unvalidated_end(
+        every, cfg.max_epochs)
+    if why is not None:
+        raise ConfigError("trainer.check_val_every_n_epoch", why)
     from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
     from lightning_hpo.models import build_model, model_class, model_hyperparameters
 
@@ -944,8 +946,9 @@ def check_against_registry(cfg: Config) -> list[str]:
             raise
         if needs_batch_count(cfg.trainer):
             where = "".join(f", data.{k} {v!r}" for k, v in data_values.items())
-            refused = batch_count_refusal(cfg.trainer,
-                                          _train_batches(data, cfg.devices.per_trial))
+            refused = batch_count_refusal(
+                cfg.trainer, _batches(data, cfg.devices.per_trial, "train"),
+                _batches(data, cfg.devices.per_trial, "val"))
             if refused is not None:
                 raise ConfigError(refused[0], f"{refused[1]} (the space's {label} end{where})")
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
@@ -963,14 +966,14 @@ def check_against_registry(cfg: Config) -> list[str]:
     return []
 
 
-def _train_batches(data: Any, world_size: int) -> int | None:
-    """How many training batches one of ``world_size`` DDP ranks gets an epoch from the data
-    module ``data`` (set up here, outside a Trainer), as Lightning counts them before
-    ``limit_train_batches``; None when they cannot be counted (its data missing, a loader
-    without a length): the trial then reports what is wrong."""
+def _batches(data: Any, world_size: int, split: Literal["train", "val"]) -> int | None:
+    """How many training (validation) batches one of ``world_size`` DDP ranks gets an epoch
+    from the data module ``data`` (set up here, outside a Trainer), as Lightning counts them
+    before ``limit_train_batches`` (``limit_val_batches``); None when they cannot be counted
+    (its data missing, a loader without a length): the trial then reports what is wrong."""
     try:
         data.setup("fit")
-        loader = data.train_dataloader()
+        loader = data.train_dataloader() if split == "train" else data.val_dataloader()
         batches = len(loader)
     except Exception:  # noqa: BLE001 (the trial reports it, with the data module's words)
         return None

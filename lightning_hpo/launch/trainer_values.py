@@ -23,7 +23,7 @@ from typing import Any
 
 __all__ = [
     "ALLOWED", "NEEDED", "batch_count_refusal", "fit_refusal", "launcher_refusal",
-    "needs_batch_count", "unvalidated_rungs",
+    "needs_batch_count", "unvalidated_end", "unvalidated_rungs",
 ]
 
 
@@ -38,6 +38,17 @@ def _number_at_least_zero(value: Any) -> bool:
 
 def _flag(value: Any) -> bool:
     return isinstance(value, bool)
+
+
+def _validation_interval(value: Any) -> bool:
+    """``val_check_interval``: batches (>= 1), a fraction of an epoch (0, 1], a duration (a
+    string or mapping, which the Trainer checks), or null. The Trainer takes 0, and fit
+    divides by it."""
+    if value is None or isinstance(value, str | Mapping):
+        return True
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value >= 1 if isinstance(value, int) else 0 < value <= 1
 
 
 def _or_none(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
@@ -57,6 +68,8 @@ ALLOWED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "inference_mode": (_flag, "true or false"),
     "sync_batchnorm": (_flag, "true or false"),
     "use_distributed_sampler": (_flag, "true or false"),
+    "val_check_interval": (_validation_interval, "an integer >= 1 (batches), a fraction of an "
+                           "epoch in (0, 1], or null; fit divides by it"),
 }
 
 
@@ -142,19 +155,20 @@ def needs_batch_count(trainer: Mapping[str, Any]) -> bool:
         >>> needs_batch_count({"val_check_interval": 50}), needs_batch_count({})
         (True, False)
     """
-    limit = trainer.get("limit_train_batches")
-    return _is_int(trainer.get("val_check_interval")) or (
-        isinstance(limit, float) and 0 < limit < 1)
+    return _is_int(trainer.get("val_check_interval")) or any(
+        isinstance(limit, float) and 0 < limit < 1
+        for limit in (trainer.get("limit_train_batches"), trainer.get("limit_val_batches")))
 
 
-def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
-                        ) -> tuple[str, str] | None:
+def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None,
+                        val_batches: int | None = None) -> tuple[str, str] | None:
     """``(field, why)`` when ``trainer``'s values fail every trial whose epochs have ``batches``
-    training batches, as Lightning's ``fit`` refuses them once the data is loaded; None when
-    they do not, or ``batches`` is unknown.
+    training batches (and ``val_batches`` validation batches), as Lightning's ``fit`` refuses
+    them once the data is loaded; None when they do not, or the counts are unknown.
 
     Lightning's rules: ``limit_train_batches`` cuts an epoch to that many batches (an integer)
-    or to ``int(batches * fraction)``, which must leave at least one; an integer
+    or to ``int(batches * fraction)``, which must leave at least one (so must
+    ``limit_val_batches`` of the validation batches); an integer
     ``val_check_interval`` must be at most that many, unless ``check_val_every_n_epoch`` is
     null (validation then counts batches across epochs). The launcher asks the same with null:
     it reads every epoch's value, and an epoch without a validation has none (a trial whose
@@ -171,6 +185,12 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
         >>> batch_count_refusal({"limit_train_batches": 0.01}, 23)[0]
         'trainer.limit_train_batches'
     """
+    val_limit = trainer.get("limit_val_batches", 1.0)
+    if (val_batches is not None and val_batches > 0 and isinstance(val_limit, float)
+            and val_limit > 0 and int(val_batches * val_limit) == 0):
+        return ("trainer.limit_val_batches",
+                f"is {val_limit}, which leaves none of the {val_batches} validation batches: "
+                f"give at least {1 / val_batches:.3g}, or a number of batches (an integer)")
     if batches is None or batches <= 0:
         return None
     limit = trainer.get("limit_train_batches", 1.0)
@@ -192,3 +212,26 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None
     return ("trainer.val_check_interval",
             f"is {interval}, but an epoch has {per_epoch} training batches{across}: give at "
             f"most {per_epoch}, or a fraction of an epoch (e.g. 0.5)")
+
+
+def unvalidated_end(every: Any, max_epochs: int) -> str | None:
+    """Why ``check_val_every_n_epoch: every`` leaves a trial's last epoch (``max_epochs``, what
+    a COMPLETE trial trains) without a validation; None when ``every`` divides it (or is not
+    an integer >= 1: :func:`fit_refusal`'s to say). The trial would end with the value, and
+    the best checkpoint, of an earlier epoch.
+
+    Example::
+
+        >>> unvalidated_end(2, 8) is None, unvalidated_end(None, 3) is None
+        (True, True)
+        >>> print(unvalidated_end(2, 9))
+        validates every 2 epochs, but trials train up to 9 (pruner.max_resource): the last
+        epoch would not validate, and a COMPLETE trial would keep epoch 8's value: use a
+        divisor of 9
+    """
+    if not _is_int(every) or every < 1 or max_epochs % every == 0:
+        return None
+    return (f"validates every {every} epochs, but trials train up to {max_epochs} "
+            "(pruner.max_resource): the last epoch would not validate, and a COMPLETE trial "
+            f"would keep epoch {max_epochs - max_epochs % every}'s value: use a divisor of "
+            f"{max_epochs}")
