@@ -688,3 +688,30 @@ def test_a_study_without_a_stored_config_is_not_compared(tmp_path: Path) -> None
     assert config_changes(study, cfg) == Changes()
     assert existing_changes(_journal_cfg(tmp_path, "study=other"),
                             open_storage(cfg.storage)) is None  # no such study
+
+
+def test_a_study_another_program_made_under_the_name_is_refused_untouched(
+    tmp_path: Path,
+) -> None:
+    """A plain Optuna study of the same name: the launcher ran 0 trials and named its best
+    ("Best validation_error: 0.1456 ... with {'x': 0.1455}"), and with a larger n_trials
+    would have added its own to it."""
+    import optuna
+
+    cfg = _journal_cfg(tmp_path)
+    study = optuna.create_study(study_name="t", storage=open_storage(cfg.storage))
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=3)
+    journal = tmp_path / "t.journal"
+    before = journal.read_bytes()
+    for attempt in (lambda: open_study(cfg, open_storage(cfg.storage)),
+                    lambda: existing_changes(cfg, open_storage(cfg.storage))):  # --check
+        with pytest.raises(ConfigError) as info:
+            attempt()
+        assert str(info.value) == (
+            f"study: 't' in {journal} holds 3 trial(s) the launcher did not make (no stored "
+            "config, no launcher record on its trials): name another study (--set study=NEW) "
+            "or storage")
+    assert journal.read_bytes() == before
+    # An empty one (nothing to mix with) is taken.
+    optuna.create_study(study_name="e", storage=open_storage(cfg.storage))
+    assert open_study(_journal_cfg(tmp_path, "study=e"), open_storage(cfg.storage))[1] is False

@@ -42,7 +42,7 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.changes import Changes, compare_configs
 from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.search import build_pruner, build_sampler, build_schedule
-from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR
+from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import StorageSpec, mask
 from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
 from lightning_hpo.storage._proxy_client import proxy_client
@@ -174,6 +174,8 @@ def _load(
     refusal = config_changes(study, cfg).refusal(cfg.study) if compare else None
     if refusal is not None:
         raise refusal
+    if compare:
+        _check_made_by_a_launcher(study, cfg)
     existing = [d.name.lower() for d in study.directions]
     wanted = [d for _, d in cfg.objectives]
     if len(existing) != len(wanted):
@@ -187,6 +189,26 @@ def _load(
     if compare:
         _check_fewer_trials(study, cfg)
     return study
+
+
+#: User attributes every launcher trial has, whatever the launcher's version: a study whose
+#: trials have none of them was made by another program.
+_LAUNCHER_MARKS = (ATTR.LAUNCHER_PID, ATTR.SEGMENTS, ATTR.OWNER)
+
+
+def _check_made_by_a_launcher(study: optuna.Study, cfg: Config) -> None:
+    """Refuse a study of the same name that another program made (no stored config, trials
+    with none of the launcher's attributes): the launcher would add its trials to it and name
+    its best trial, whatever that trial measured. An empty one, or one a launcher version
+    that stored no config made, is taken."""
+    if CONFIG_ATTR in study.user_attrs:
+        return
+    trials = study.get_trials(deepcopy=False)
+    if not trials or any(mark in t.user_attrs for t in trials for mark in _LAUNCHER_MARKS):
+        return
+    raise ConfigError("study", f"'{cfg.study}' in {mask(cfg.storage)} holds {len(trials)} "
+                      "trial(s) the launcher did not make (no stored config, no launcher "
+                      "record on its trials): name another study (--set study=NEW) or storage")
 
 
 def _check_fewer_trials(study: optuna.Study, cfg: Config) -> None:
