@@ -57,6 +57,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("range-refused-by-model", {"space": {"lr": {"uniform": [-1.0, 1.0]}}, "initial": []}, [],
      "space.lr: the low end -1.0 is refused"),
     ("initial-outside-space", {"initial": [{"lr": 7.0}]}, [], "initial[0].lr: 7.0 is outside"),
+    ("initial-beyond-n-trials", {"initial": [{"lr": 0.1}, {"lr": 0.2}], "stop": {"n_trials": 1}},
+     [], "initial: lists 2 configurations, but stop.n_trials is 1: give at most 1"),
     ("initial-unknown", {"initial": [{"momentum": 0.5}]}, [],
      "initial[0].momentum: is not a searched hyperparameter"),
     ("unknown-sampler", {"sampler": "cmaes"}, [], "sampler.name: is 'cmaes'"),
@@ -132,6 +134,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     # Storage: checked (read-only) before anything is written.
     ("storage-not-a-journal", {"storage": "config.yaml"}, [],
      "storage: config.yaml is not an Optuna journal file"),
+    ("storage-is-a-device", {"storage": "/dev/null"}, [],
+     "storage: /dev/null is not a regular file (a device or a pipe), so not a journal file"),
     ("storage-is-a-folder", {"storage": "/usr"}, [],
      "storage: /usr is a folder, not a journal file"),
     ("storage-is-a-folder-above-the-run-folder", {"storage": "."}, [],

@@ -707,6 +707,10 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
         trainer = {}  # the CLI's section (cli.sections), parsed by the CLI's own parser
     pruner, max_epochs = _max_epochs(pruner, trainer_epochs)
     checkpoint = _checkpoint(_section(raw, "checkpoint", {}), pruner)
+    if stop.n_trials is not None and len(initial) > stop.n_trials:  # each one is a trial
+        raise ConfigError("initial", f"lists {len(initial)} configurations, but stop.n_trials "
+                          f"is {stop.n_trials}: give at most {stop.n_trials}, or raise "
+                          "stop.n_trials")
     return Config(
         study=study, storage=storage, run_dir=run_dir, model=model, model_args=model_args,
         data=data, data_args=data_args, metric=metric, direction=direction,  # type: ignore[arg-type]

@@ -354,9 +354,12 @@ def _check_local(path: Path, storage: StorageSpec) -> bool:
                               f"{path.with_suffix('.journal')}")
         _check_creatable(path, spec)
         return False
+    what = "an SQLite database" if storage.is_rdb else "a journal file"
     if path.is_dir():
-        what = "an SQLite database" if storage.is_rdb else "a journal file"
         raise ConfigError("storage", f"{mask(spec)} is a folder, not {what}")
+    if not path.is_file():  # /dev/null read as an empty journal, then refused every write
+        raise ConfigError("storage", f"{mask(spec)} is not a regular file (a device or a "
+                          f"pipe), so not {what}")
     if storage.is_rdb:
         _check_sqlite(path, spec)
     return True
