@@ -162,6 +162,8 @@ BAD = [
     ("initial", "{lr: 0.1}", "initial", "list"),
     ("sampler", "cmaes", "sampler.name", "random, tpe, gp"),
     ("sampler.seed", "-1", "sampler.seed", ">= 0"),
+    ("seed", "abc", "seed", "is 'abc', but must be an integer >= 0"),
+    ("seed", "-1", "seed", ">= 0"),
     ("pruner.name", "median", "pruner.name", "asha, hyperband, sync_sh, sync_hyperband, none"),
     ("pruner.reduction_factor", "1", "pruner.reduction_factor", ">= 2"),
     ("pruner.min_resource", "0", "pruner.min_resource", ">= 1"),
@@ -210,6 +212,27 @@ def test_bad_field_is_one_named_error(path: str, value: str, field: str, words: 
     assert info.value.field == field
     assert words in info.value.message
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("seed", "sampler", "expected"), [
+    (5, "random", 5),  # the top-level seed: the sampler's and the trials' training
+    (None, {"name": "random", "seed": 3}, 3),
+    (3, {"name": "tpe", "seed": 3}, 3),  # the same seed twice is one
+    (None, "random", None),
+])
+def test_one_seed_for_the_sampler_and_the_training(
+    seed: int | None, sampler: object, expected: int | None
+) -> None:
+    raw = {**BASE, "sampler": sampler, **({} if seed is None else {"seed": seed})}
+    assert parse_config(raw).seed == expected
+
+
+def test_two_different_seeds_are_refused() -> None:
+    """sampler.seed won and the top-level seed was ignored unchecked (``seed: abc`` passed)."""
+    with pytest.raises(ConfigError) as info:
+        parse_config({**BASE, "seed": 7, "sampler": {"name": "random", "seed": 0}})
+    assert str(info.value) == ("seed: is 7, but sampler.seed is 0: the sampler and the "
+                               "trials' training take one seed; give one of them")
 
 
 def test_max_paused_reaches_the_promotion_schedule() -> None:

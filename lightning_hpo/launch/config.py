@@ -568,7 +568,12 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
             hint = (f"; a sampler class goes in sampler.class: {{class: {name!r}}}"
                     if ":" in name else f", or sampler.class: {wanted}")
             raise ConfigError("sampler.name", f"is {name!r}; allowed: {', '.join(SAMPLERS)}{hint}")
-    seed = field_int("sampler.seed", args.pop("seed", seed), minimum=0, optional=True)
+    top = field_int("seed", seed, minimum=0, optional=True)
+    own = field_int("sampler.seed", args.pop("seed", None), minimum=0, optional=True)
+    if own is not None and top is not None and own != top:  # one seed: sampler and training
+        raise ConfigError("seed", f"is {top}, but sampler.seed is {own}: the sampler and the "
+                          "trials' training take one seed; give one of them")
+    seed = top if own is None else own
     if name in SAMPLERS:
         field_keys(args, ("name", "seed"), "sampler")
         return name, {}, seed
