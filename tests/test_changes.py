@@ -125,7 +125,7 @@ def test_every_trainer_key_is_classified_by_name_with_lightnings_default() -> No
         assert f"trainer.{key}" in FIELDS, key
     listed = {f.partition(".")[2] for f in FIELDS if f.startswith("trainer.")} - {"*"}
     assert listed == {*TRAINER_KEYS, "logger"}
-    assert set(TRAINER_DEFAULTS) == set(TRAINER_KEYS) - {"max_epochs"}
+    assert set(TRAINER_DEFAULTS) >= set(TRAINER_KEYS) - {"max_epochs"}
     import lightning as L
 
     params = inspect.signature(L.Trainer.__init__).parameters
@@ -145,6 +145,30 @@ def test_the_data_keys_that_may_change_are_arguments_of_the_built_in_data_module
     for name in arguments - allowed:  # batch_size, val_fraction, seed: another data set
         assert classify(f"data.{name}") == "refused", name
     assert set(changes_module.DATA_DEFAULTS) <= allowed
+
+
+def test_the_built_in_classes_defaults_are_the_classes_own() -> None:
+    from lightning_hpo.data import DATAMODULES, datamodule_hyperparameters
+    from lightning_hpo.models import MODELS, model_hyperparameters
+
+    assert {name: model_hyperparameters(name) for name in MODELS} == \
+        changes_module.MODEL_DEFAULTS
+    assert {name: datamodule_hyperparameters(name) for name in DATAMODULES} == \
+        changes_module.DATA_MODULE_DEFAULTS
+
+
+@pytest.mark.parametrize("written", [
+    "data.val_fraction=0.2", "data.seed=0", "model.weight_decay=0.0", "model.width=1.0",
+    "trainer.num_sanity_val_steps=2", "trainer.val_check_interval=1.0",
+])
+def test_a_default_written_out_is_no_change(written: str) -> None:
+    """Refused on resume before ("data.val_fraction (not set) -> 0.2 ... leave out
+    data.val_fraction"), though 0.2 is what the data module used."""
+    base = dict(BASE, model={"name": "lenet"}, data={"name": "digits"}, pruner="none",
+                trainer={"max_epochs": 3})
+    before = parse_config(base)
+    after = parse_config(apply_overrides(base, [written]))
+    assert compare_configs(stored_config(before), stored_config(after)) == Changes()
 
 
 @pytest.mark.parametrize("raw", [
@@ -190,12 +214,12 @@ REFUSED = [
     ("sampler-argument", ["sampler.scramble=false"], CLASS_SAMPLER, "sampler.scramble",
      "true -> false"),
     ("model-name", ["model.name=dropout_mlp"], None, "model.name", "lenet -> dropout_mlp"),
-    ("model-argument", ["model.momentum=0.5"], None, "model.momentum", "(not set) -> 0.5"),
+    ("model-argument", ["model.momentum=0.5"], None, "model.momentum", "0.0 -> 0.5"),  # default
     ("model-nested", ["model.layers={sizes: [32, 16]}"], _with("model.layers={sizes: [32, 8]}"),
      "model.layers", "{sizes: [32, 8]} -> {sizes: [32, 16]}"),
     ("data-name", ["data.name=fashion_mnist"], None, "data.name", "digits -> fashion_mnist"),
     ("data-val-fraction", ["data.val_fraction=0.3"], None, "data.val_fraction",
-     "(not set) -> 0.3"),
+     "0.2 -> 0.3"),  # the data module's default, left out before
     ("data-seed", ["data.seed=3"], _with("data.seed=2"), "data.seed", "2 -> 3"),
     ("pruner-name", ["pruner.name=sync_sh"], None, "pruner.name", "asha -> sync_sh"),
     ("pruner-none", ["pruner=none", "trainer.max_epochs=9"], None, "pruner.name",
@@ -309,14 +333,14 @@ def test_the_refusal_names_every_refused_field_and_how_to_give_each_back() -> No
     assert error is not None and error.field == "model.momentum"  # first in the config's order
     text = str(error)
     assert text.startswith("model.momentum: study 't' was created with other settings: "
-                           "model.momentum (not set) -> 0.5, metric validation_error -> "
+                           "model.momentum 0.0 -> 0.5, metric validation_error -> "
                            "train_loss, space.lr {loguniform: [0.01, 1.0]} -> {uniform: "
                            "[0.1, 0.5]}, pruner.name asha -> sync_sh; these changes would mix "
                            "two studies in one"), text
     assert text.endswith(
         "to go on, name a new study (--set study=NEW) or give the old values (--set "
-        "metric=validation_error --set 'space.lr={loguniform: [0.01, 1.0]}' --set "
-        "pruner.name=asha; leave out model.momentum)"), text
+        "model.momentum=0.0 --set metric=validation_error --set 'space.lr={loguniform: [0.01, "
+        "1.0]}' --set pruner.name=asha)"), text
     assert "stop.n_trials" not in text  # allowed: not part of the refusal
 
 
@@ -377,7 +401,7 @@ ALLOWED = [
     ("num-workers", ["data.num_workers=2"], None, "data.num_workers 0 -> 2"),
     ("on-device", ["data.on_device=false"], None, "data.on_device auto -> false"),
     ("root", ["data.root=/mnt/fashion"], FASHION, "data.root /data -> /mnt/fashion"),
-    ("download", ["data.download=true"], FASHION, "data.download (not set) -> true"),
+    ("download", ["data.download=true"], FASHION, "data.download false -> true"),
     ("cli-n-trials", ["stop.n_trials=40"], CLI_BASE, "stop.n_trials 6 -> 40"),
     ("cli-devices", ["devices.per_trial=2"], CLI_BASE, "devices.per_trial 1 -> 2"),
     ("cli-logger", ["trainer.logger=csv"], _with("trainer.logger=tensorboard", base=CLI_BASE),

@@ -164,9 +164,35 @@ TRAINER_DEFAULTS: dict[str, Any] = {
     "limit_val_batches": 1.0,
     "check_val_every_n_epoch": 1,
     "log_every_n_steps": 50,
+    # Lightning's defaults of other arguments a config may write out
+    "num_sanity_val_steps": 2,
+    "val_check_interval": 1.0,  # Lightning: None is every epoch
+    "gradient_clip_algorithm": "norm",  # Lightning: None is norm
+    "detect_anomaly": False,
+    "inference_mode": True,
+    "sync_batchnorm": False,
+    "use_distributed_sampler": True,
+    "reload_dataloaders_every_n_epochs": 0,
 }
 #: The defaults of the data keys of :data:`FIELDS` that every built-in data module takes.
 DATA_DEFAULTS: dict[str, Any] = {"num_workers": 0, "on_device": "auto"}
+#: The constructor defaults of the built-in models and data modules, by registry name (without
+#: torch: the launcher compares configs before any worker imported it; tests/test_changes.py
+#: checks them against the classes). An argument given at its default equals leaving it out;
+#: a class named by its path (``package.module:Class``) is compared as written.
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "lenet": {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
+              "activation": "relu", "width": 1.0, "measure_latency": False,
+              "cuda_graphs": False},
+    "dropout_mlp": {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
+                    "num_inputs": 784, "num_hiddens_1": 256, "num_hiddens_2": 256,
+                    "dropout_1": 0.5, "dropout_2": 0.5, "measure_latency": False,
+                    "cuda_graphs": False},
+}
+DATA_MODULE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "digits": {"batch_size": 64, "val_fraction": 0.2, "seed": 0, **DATA_DEFAULTS},
+    "fashion_mnist": {"root": "data", "batch_size": 64, "download": False, **DATA_DEFAULTS},
+}
 #: Lightning's short precision names, as its Trainer reads them.
 _PRECISIONS = {"32": "32-true", "16": "16-mixed", "bf16": "bf16-mixed", "64": "64-true"}
 #: Fields whose int and float mean different things (Lightning: 4 batches, or 0.25 of them).
@@ -293,6 +319,11 @@ def compare_configs(stored: Mapping[str, Any], new: Mapping[str, Any]) -> Change
     except ConfigError as error:
         return Changes((), unreadable=str(error))
     new_fields = _fields(new)
+    for fields, other in ((old_fields, new_fields), (new_fields, old_fields)):
+        for field in set(other) - set(fields):  # given on one side only: its default, if known
+            default = _class_default(field, fields)
+            if default is not MISSING:
+                fields[field] = default
     changes = [
         Change(field, old_fields.get(field, MISSING), new_fields.get(field, MISSING))
         for field in _ordered(old_fields, new_fields)
@@ -306,6 +337,26 @@ def compare_configs(stored: Mapping[str, Any], new: Mapping[str, Any]) -> Change
     seed = _seed_field(new)  # named where the new config gives it (one resolved seed)
     changes = [dataclasses.replace(c, field=seed) if c.field == "seed" else c for c in changes]
     return Changes(tuple(changes))
+
+
+def _class_default(field: str, fields: Mapping[str, Any]) -> Any:
+    """The built-in model's or data module's default for ``model.<key>`` / ``data.<key>``
+    (:data:`MODEL_DEFAULTS`, :data:`DATA_MODULE_DEFAULTS`) in the config of ``fields``, where
+    the key is not searched there; else :data:`MISSING`.
+
+    Example::
+
+        >>> _class_default("data.val_fraction", {"data.name": "digits"})
+        0.2
+        >>> _class_default("model.lr", {"model.name": "lenet", "space.lr": {"uniform": [0, 1]}})
+        MISSING
+    """
+    section, _, key = field.partition(".")
+    tables = {"model": MODEL_DEFAULTS, "data": DATA_MODULE_DEFAULTS}
+    if section not in tables or f"space.{key}" in fields:
+        return MISSING
+    name = fields.get(f"{section}.name")
+    return tables[section].get(name, {}).get(key, MISSING) if isinstance(name, str) else MISSING
 
 
 def show(value: Any) -> str:
