@@ -235,6 +235,17 @@ def test_two_different_seeds_are_refused() -> None:
                                "trials' training take one seed; give one of them")
 
 
+def test_a_home_folder_path_is_expanded_as_in_a_shell(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    """``storage: ~/s.journal`` and ``run_dir: ~/runs`` made a folder named "~" in the current
+    folder (one ``rm -rf ~`` away from the home folder)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = parse_config({**BASE, "storage": "~/studies/t.journal", "run_dir": "~/runs"})
+    assert (cfg.storage, cfg.run_dir) == (f"{tmp_path}/studies/t.journal", f"{tmp_path}/runs")
+    url = "postgresql://hpo:pw@db/~studies"  # a URL is the driver's to read
+    assert parse_config({**BASE, "storage": url}).storage == url
+
+
 def test_max_paused_reaches_the_promotion_schedule() -> None:
     from lightning_hpo.launch.search import build_schedule
 

@@ -59,6 +59,7 @@ import dataclasses
 import importlib.util
 import inspect
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -741,7 +742,8 @@ def _storage(storage: Any) -> str:
     """``storage``: a journal file path or a storage URL (opened and checked by the launcher)."""
     if not isinstance(storage, str) or not storage.strip():
         raise ConfigError("storage", "must be an Optuna storage URL or a journal file path")
-    return storage
+    # ~/studies/s.journal is in the home folder, as in a shell (not a folder named "~")
+    return storage if "://" in storage else os.path.expanduser(storage)
 
 
 def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import importlib.resources
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -274,4 +275,4 @@ def run_dir_of(run_dir: Any) -> str:
     """``run_dir``: the folder that holds each study's trial folders (default ``runs``)."""
     if not isinstance(run_dir, str) or not run_dir:
         raise ConfigError("run_dir", f"is {run_dir!r}, but must be a folder path")
-    return run_dir
+    return os.path.expanduser(run_dir)  # ~/runs is in the home folder, as in a shell
