@@ -149,7 +149,7 @@ def test_bad_overrides(override: str, field: str) -> None:
 BAD = [
     ("colour", "blue", "colour", "unknown field"),
     ("study", "../escape", "study", "letters, digits"),
-    ("study", "", "study", "letters"),
+    ("study", "", "study", "is missing: name the study"),
     ("storage", "3", "storage", "storage URL"),
     ("model", "[1, 2]", "model", "name"),
     ("model.name", "", "model.name", "non-empty"),

@@ -260,6 +260,9 @@ def study_name(study: Any) -> str:
         >>> study_name("lenet-asha")
         'lenet-asha'
     """
+    if study is None:  # an empty file, or `study:` with no value (~ in YAML)
+        raise ConfigError("study", "is missing: name the study (study: lenet-asha), or start "
+                          "from a shipped config (python -m lightning_hpo.launch --list-configs)")
     if not isinstance(study, str) or not _NAME.match(study):
         quote = (f" (YAML read a number: quote it, --set study='\"{study}\"')"
                  if isinstance(study, int | float) and not isinstance(study, bool) else "")
