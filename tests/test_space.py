@@ -111,3 +111,23 @@ def test_check_in_space(params: dict, field: str) -> None:
     with pytest.raises(ConfigError) as info:
         check_in_space(params, space, "initial[0]")
     assert info.value.field == field
+
+
+
+def test_a_quoted_number_in_a_fixed_configuration_is_named_as_a_string() -> None:
+    """It said "'64' is outside the range [32, 256]"."""
+    space = parse_space({"batch_size": {"randint": [32, 256]}})
+    with pytest.raises(ConfigError) as info:
+        check_in_space({"batch_size": "64"}, space, "initial[0]")
+    assert str(info.value) == ("initial[0].batch_size: '64' is not a number (a string: write the "
+                               "number without quotes); the range is [32, 256]")
+
+
+def test_a_section_in_the_space_says_what_space_keys_are() -> None:
+    """``--set space.trainer.gradient_clip_val=...`` said only "unknown distribution
+    'gradient_clip_val'"."""
+    with pytest.raises(ConfigError) as info:
+        parse_space({"trainer": {"gradient_clip_val": {"uniform": [0, 1]}}})
+    assert str(info.value).endswith("trainer is a section, not a hyperparameter: a space key "
+                                    "names a model or data argument (space.lr), and trainer.* "
+                                    "keys need a LightningCLI config")

@@ -83,8 +83,12 @@ def _parse_one(name: str, spec: Any, field: str) -> BaseDistribution | Any:
         )
     ((kind, value),) = spec.items()
     if kind not in KINDS:
+        section = (f"; {name} is a section, not a hyperparameter: a space key names a model or "
+                   f"data argument (space.lr), and {name}.* keys need a LightningCLI config"
+                   if name in ("model", "data", "trainer", "optimizer", "lr_scheduler") else "")
         raise ConfigError(
-            field, f"unknown distribution '{kind}'; allowed: {', '.join(KINDS)}, or a constant"
+            field, f"unknown distribution '{kind}'; allowed: {', '.join(KINDS)}, or a "
+            f"constant{section}"
         )
     sub = f"{field}.{kind}"
     if kind == "choice":
@@ -187,7 +191,12 @@ def check_in_space(params: Mapping[str, Any], space: Space, field: str) -> None:
                 )
             continue
         assert isinstance(dist, FloatDistribution | IntDistribution)  # what parse_space makes
-        if not _is_number(value) or not dist.low <= value <= dist.high:
+        if not _is_number(value):
+            quoted = " (a string: write the number without quotes)" if isinstance(value, str) \
+                else ""
+            raise ConfigError(f"{field}.{name}", f"{value!r} is not a number{quoted}; the range "
+                              f"is [{dist.low}, {dist.high}]")
+        if not dist.low <= value <= dist.high:
             raise ConfigError(
                 f"{field}.{name}", f"{value!r} is outside the range [{dist.low}, {dist.high}]"
             )

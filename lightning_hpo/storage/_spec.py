@@ -252,8 +252,8 @@ class StorageSpec:
                 return f"new {what}"
             if kind == "sqlite":
                 return what
+            _check_first_record(path, spec)  # a run's advice (it may name a new file)
             if not replay:
-                _check_first_record(path, spec)
                 return what
             studies = len(_open_journal(path, spec).get_all_studies())
             return f"{what}, {studies} stud{'y' if studies == 1 else 'ies'}"
@@ -545,8 +545,9 @@ def _is_journal_record(line: bytes) -> bool:
     return isinstance(record, dict) and "op_code" in record
 
 
-def _check_first_record(path: Path, spec: str) -> None:
-    """An existing journal file is empty or starts with a journal record."""
+def _check_first_record(path: Path, spec: str, *, writer: bool = True) -> None:
+    """An existing journal file is empty or starts with a journal record. ``writer``: the
+    advice may be a new file (the launcher makes one); a reader needs an existing journal."""
     with path.open("rb") as handle:
         first = handle.readline(_MAX_RECORD_BYTES)
     if first and not _is_journal_record(first):
@@ -555,7 +556,7 @@ def _check_first_record(path: Path, spec: str) -> None:
         raise ConfigError(
             "storage",
             f"{mask(spec)} is not an Optuna journal file (its first line is not a journal "
-            f"record); name a new file or an existing journal{hint}",
+            f"record); name {'a new file or ' if writer else ''}an existing journal{hint}",
         )
 
 
@@ -571,7 +572,7 @@ def _open_journal(path: Path, spec: str, *, writer: bool = False) -> JournalStor
     share its line, and the file would no longer be a journal anyone can read.
     """
     if path.exists():
-        _check_first_record(path, spec)
+        _check_first_record(path, spec, writer=writer)
         if writer:
             dead = break_abandoned_lock(path)
             if dead is not None:
