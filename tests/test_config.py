@@ -246,6 +246,23 @@ def test_a_home_folder_path_is_expanded_as_in_a_shell(monkeypatch: pytest.Monkey
     assert parse_config({**BASE, "storage": url}).storage == url
 
 
+@pytest.mark.parametrize(("class_path", "words"), [
+    ("nope.Nope", "is 'nope.Nope', but module 'nope' cannot be imported: "
+                  "ModuleNotFoundError: No module named 'nope'"),
+    ("lightning_hpo.models.Nope", "is 'lightning_hpo.models.Nope', but module "
+                                  "'lightning_hpo.models' has no 'Nope'"),
+])
+def test_a_class_path_that_does_not_import_is_named_not_a_space_key(
+    class_path: str, words: str
+) -> None:
+    """The CLI's parser failed on the first space key it parsed: the check said
+    "space.model.init_args.lr: the middle 0.1 of its range is refused ... No module named"."""
+    cfg = parse_config({**CLI_BASE, "model": {"class_path": class_path}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert (info.value.field, info.value.message) == ("model.class_path", words)
+
+
 def test_max_paused_reaches_the_promotion_schedule() -> None:
     from lightning_hpo.launch.search import build_schedule
 
