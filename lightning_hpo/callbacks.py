@@ -131,6 +131,7 @@ class PruningCallback(L.Callback):
         self._last_step = 0  # the last step reported (resource="step")
         self._pid = os.getpid()  # a fit in processes started for it works on copies (spawn)
         self._skipped = False  # a validation that logged nothing new was not reported
+        self._history: tuple[Any, int] | None = None  # (trial, last step reported), all fits
         self._seen: tuple[Any, ...] | None = None  # the monitored metrics' objects last reported
         self._fit_here = False  # a fit of this process ran this object's hooks
 
@@ -191,6 +192,24 @@ class PruningCallback(L.Callback):
         return refusal
 
     @override
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Refuse a fit of the trial this callback already reported for, from a step it
+        reported (the loops are restored by now: a fit resumed from its checkpoint goes on).
+        Every rank knows the same history: each raises, none waits for another."""
+        if self._history is None or self._history[0] is not self.trial:  # another trial
+            return
+        first = (trainer.current_epoch if self.resource == "epoch" else trainer.global_step) + 1
+        last = self._history[1]
+        if first <= last:
+            raise ConfigError("trial", (
+                f"trial {self.trial.number} already reported {self.resource}s up to {last} "
+                f"through this callback in an earlier fit; this fit starts at {self.resource} "
+                f"{first}, whose values Optuna would drop (it keeps a step's first report) "
+                "while the pruner judged the earlier fit's: give each fit its own trial (and "
+                "callback), or resume the earlier fit from its checkpoint "
+                "(trainer.fit(..., ckpt_path=...))"))
+
+    @override
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
             return
@@ -230,6 +249,7 @@ class PruningCallback(L.Callback):
         self._seen = current
         self._reported += 1
         values = [self._read_metric(trainer, name) for name in self._monitors]
+        self._history = (self.trial, step)  # every rank: kept across fits
         should_prune = False
         if trainer.is_global_zero:
             should_prune = self._report(values, step)

@@ -196,6 +196,25 @@ def test_a_validation_that_logged_nothing_is_not_reported(
                     "nothing new for loss, so nothing was reported for it (said once a fit)"]
 
 
+def test_a_second_fit_from_the_start_on_the_same_trial_is_refused() -> None:
+    """Reused for a second fit of its trial from epoch 1, the callback reported epochs 1-2
+    again (Optuna kept the first fit's values), the pruner judged those, and pruned_at_epoch
+    was overwritten."""
+    study = optuna.create_study(pruner=PruneAt(None))
+    trial = study.ask()
+    callback, _ = _fit(trial, epochs=2)
+    kept = dict(study.trials[0].intermediate_values)
+    fitter = L.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=1, limit_val_batches=1,
+                       logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                       enable_model_summary=False, callbacks=[callback])
+    with pytest.raises(ConfigError) as info:
+        fitter.fit(LeNet(), datamodule=DigitsDataModule(batch_size=32))
+    assert str(info.value).startswith(
+        f"trial: trial {trial.number} already reported epochs up to 2 through this callback in "
+        "an earlier fit; this fit starts at epoch 1")
+    assert study.trials[0].intermediate_values == kept
+
+
 def test_reused_callback_resets_between_fits() -> None:
     study = optuna.create_study(pruner=PruneAt(1))
     callback, _ = _fit(study.ask(), epochs=2)
