@@ -249,3 +249,18 @@ def test_a_reader_refuses_a_database_without_optunas_tables_and_writes_none(
     open_storage(storage)  # a writer (the launcher) makes them
     assert "studies" in _table_names(storage)
     open_storage(storage, create=False)  # and then a reader opens it
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg2://hpo:p@sswordy@127.0.0.1:1/db",  # the driver: host "sswordy@127..."
+    "postgresql+psycopg2://hpo:sec@ret:more@127.0.0.1:1/db",  # port 'more@127.0.0.1:1'
+])
+def test_a_password_with_an_unencoded_at_is_masked_in_the_drivers_words(url: str) -> None:
+    """The URL's parser cuts such a password at its first @ and takes the rest for the host,
+    which the driver then prints in its error."""
+    with pytest.raises(ConfigError) as caught:
+        open_storage(url)
+    message = str(caught.value)
+    assert message.startswith("storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db")
+    for piece in ("sswordy", "ret:more", "more"):
+        assert piece not in message, message

@@ -57,6 +57,11 @@ def mask_text(text: str, spec: str) -> str:
     text = mask(text)
     for secret in secrets:
         text = text.replace(secret, "***")
+        # A password with an unencoded @ is cut there by the URL's parser, which takes the rest
+        # for the host: a driver's "could not translate host name "sswordy@127.0.0.1"".
+        for piece in re.split(r"[@:]", secret)[1:]:
+            if piece:
+                text = re.sub(rf"{re.escape(piece)}(?=@)", "***", text)
     return text
 
 
