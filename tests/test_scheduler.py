@@ -629,7 +629,7 @@ def test_a_trial_resumed_after_a_long_pause_is_not_taken_for_lost(
         "pruner": {"name": "sync_sh", "min_resource": 1, "max_resource": 2, "reduction_factor": 2},
         "heartbeat": {"interval": 1, "grace_period": 5},  # 5 s between the two next() calls
     })                                                     # would take a frozen machine
-    study, _ = open_study(cfg, open_storage(url, create=False, heartbeat=(1, 5)))
+    study, _ = open_study(cfg, open_storage(url, heartbeat=(1, 5)))
     one, two = Scheduler(study, cfg), Scheduler(study, cfg)
     for value in (0.5, 0.7):  # both configurations train to rung 1 (with heartbeats), pause
         job = one.next(Owner("w", 1, 0))
