@@ -211,16 +211,6 @@ def test_reading_a_missing_journal_named_as_a_database_names_the_sqlite_url(
     assert list(tmp_path.iterdir()) == []
 
 
-def _table_names(storage: str) -> list[str]:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(storage)
-    try:
-        return sorted(sa.inspect(engine).get_table_names())
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("where", ["sqlite", "postgresql"])
 @pytest.mark.parametrize("tables", [[], ["mydata"]])
 def test_a_reader_refuses_a_database_without_optunas_tables_and_writes_none(
@@ -245,9 +235,9 @@ def test_a_reader_refuses_a_database_without_optunas_tables_and_writes_none(
     has = "no tables" if not tables else "no Optuna tables (it has mydata)"
     assert str(caught.value) == (f"storage: {mask(storage)} holds no Optuna study: the "
                                  f"database has {has}; nothing was written to it")
-    assert _table_names(storage) == tables
+    assert _tables(storage) == tables
     open_storage(storage)  # a writer (the launcher) makes them
-    assert "studies" in _table_names(storage)
+    assert "studies" in _tables(storage)
     open_storage(storage, create=False)  # and then a reader opens it
 
 
