@@ -305,7 +305,7 @@ class PruningCallback(L.Callback):
                 return False
             self.trial.report(values[0], step)
             return bool(self.trial.should_prune())
-        if len(study.directions) == 1:  # one monitor a objective: checked at fit start
+        if len(study.directions) == 1:  # one monitor per objective: checked at fit start
             self.trial.report(values[0], step)
             return bool(self.trial.should_prune())
         # Several objectives: Optuna's report refuses them; the values go to a user attribute
@@ -358,7 +358,7 @@ class PruningCallback(L.Callback):
 
 
 #: Why a fit in processes started for it cannot take a study in this process's memory along.
-SPAWNED_FIT = ("runs fit in processes started for it, which work on copies of the trial and "
+_SPAWNED_FIT = ("runs fit in processes started for it, which work on copies of the trial and "
                "cannot write to a study held in this process's memory: give the study a "
                "storage they share (optuna.create_study(storage='sqlite:///study.db') or a "
                "journal file), or use strategy='ddp'")
@@ -372,8 +372,8 @@ def _check_shared_storage(trial: Any, trainer: L.Trainer) -> None:
         return
     if isinstance(unwrap_storage(storage_of(study)), optuna.storages.InMemoryStorage):
         strategy = type(trainer.strategy).__name__
-        raise ConfigError("strategy", f"{strategy} (start method "
-                          f"{getattr(trainer.strategy, '_start_method', 'unknown')}) {SPAWNED_FIT}")
+        start = getattr(trainer.strategy, "_start_method", "unknown")
+        raise ConfigError("strategy", f"{strategy} (start method {start}) {_SPAWNED_FIT}")
 
 
 def _stored_prune(trial: Any) -> tuple[tuple[str, int | None], ...]:

@@ -957,9 +957,8 @@ def check_against_registry(cfg: Config) -> list[str]:
             raise
         if needs_batch_count(cfg.trainer):
             where = "".join(f", data.{k} {v!r}" for k, v in data_values.items())
-            refused = batch_count_refusal(
-                cfg.trainer, _batches(data, cfg.devices.per_trial, "train"),
-                _batches(data, cfg.devices.per_trial, "val"))
+            refused = batch_count_refusal(cfg.trainer,
+                                          *_batch_counts(data, cfg.devices.per_trial))
             if refused is not None:
                 raise ConfigError(refused[0], f"{refused[1]} (the space's {label} end{where})")
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
@@ -977,20 +976,30 @@ def check_against_registry(cfg: Config) -> list[str]:
     return []
 
 
-def _batches(data: Any, world_size: int, split: Literal["train", "val"]) -> int | None:
-    """How many training (validation) batches one of ``world_size`` DDP ranks gets an epoch
-    from the data module ``data`` (set up here, outside a Trainer), as Lightning counts them
-    before ``limit_train_batches`` (``limit_val_batches``); None when they cannot be counted
-    (its data missing, a loader without a length): the trial then reports what is wrong."""
+def _batch_counts(data: Any, world_size: int) -> tuple[int | None, int | None]:
+    """How many training and validation batches one of ``world_size`` DDP ranks gets an epoch
+    from the data module ``data`` (set up here once, outside a Trainer), as Lightning counts
+    them before ``limit_train_batches`` / ``limit_val_batches``; None for a count that cannot be
+    made (its data missing, a loader without a length): the trial then reports what is wrong."""
     try:
         data.setup("fit")
-        loader = data.train_dataloader() if split == "train" else data.val_dataloader()
-        batches = len(loader)
     except Exception:  # noqa: BLE001 (the trial reports it, with the data module's words)
+        return None, None
+    return (_rank_batches(data.train_dataloader, world_size),
+            _rank_batches(data.val_dataloader, world_size))
+
+
+def _rank_batches(make_loader: Any, world_size: int) -> int | None:
+    """One rank's batches of the loader ``make_loader()`` returns (DistributedSampler's share
+    of the examples under DDP); None when it has no length."""
+    try:
+        loader = make_loader()
+        batches = len(loader)
+    except Exception:  # noqa: BLE001 (no loader, or one without a length)
         return None
     size, sampler = getattr(loader, "batch_size", None), getattr(loader, "sampler", None)
     if world_size > 1 and isinstance(size, int) and size > 0 and hasattr(sampler, "__len__"):
-        examples = math.ceil(len(sampler) / world_size)  # type: ignore[arg-type]  # DistributedSampler's share a rank
+        examples = math.ceil(len(sampler) / world_size)  # type: ignore[arg-type]
         batches = examples // size if getattr(loader, "drop_last", False) else math.ceil(
             examples / size)
     return batches
@@ -1050,8 +1059,9 @@ def _check_trainer_values(trainer: Mapping[str, Any]) -> None:
                                   f"refuses: {message}")
         # Each value alone passed; some refuse each other (check_val_every_n_epoch: null with
         # a fractional val_check_interval).
-        message = _trainer_refusal({**quiet, **given, "default_root_dir": scratch})
-        if len(given) > 1 and message is not None:
+        message = (_trainer_refusal({**quiet, **given, "default_root_dir": scratch})
+                   if len(given) > 1 else None)
+        if message is not None:
             shown = ", ".join(f"{key}: {value!r}" for key, value in given.items())
             raise ConfigError("trainer", f"{shown} together, which Lightning's Trainer refuses: "
                               f"{message}")

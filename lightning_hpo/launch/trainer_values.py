@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "ALLOWED", "NEEDED", "batch_count_refusal", "fit_refusal", "launcher_refusal",
@@ -141,14 +141,14 @@ def unvalidated_rungs(every: Any, levels: Sequence[int]) -> str | None:
             f"of {every} (pruner.min_resource, pruner.reduction_factor)")
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def needs_batch_count(trainer: Mapping[str, Any]) -> bool:
-    """Whether ``trainer``'s values can only be checked against an epoch's number of training
-    batches (:func:`batch_count_refusal`): ``val_check_interval`` in batches (an integer), or
-    ``limit_train_batches`` as a fraction below 1.
+    """Whether ``trainer``'s values can only be checked against an epoch's number of batches
+    (:func:`batch_count_refusal`): ``val_check_interval`` in batches (an integer), or
+    ``limit_train_batches`` / ``limit_val_batches`` as a fraction below 1.
 
     Example::
 
@@ -185,26 +185,18 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None,
         >>> batch_count_refusal({"limit_train_batches": 0.01}, 23)[0]
         'trainer.limit_train_batches'
     """
-    val_limit = trainer.get("limit_val_batches", 1.0)
-    if (val_batches is not None and val_batches > 0 and isinstance(val_limit, float)
-            and val_limit > 0 and int(val_batches * val_limit) == 0):
-        return ("trainer.limit_val_batches",
-                f"is {val_limit}, which leaves none of the {val_batches} validation batches: "
-                f"give at least {1 / val_batches:.3g}, or a number of batches (an integer)")
-    if batches is None or batches <= 0:
-        return None
+    refused = (_none_left(trainer, "limit_val_batches", val_batches, "the", "validation")
+               or _none_left(trainer, "limit_train_batches", batches, "an epoch's", "training"))
+    if refused is not None or batches is None or batches <= 0:
+        return refused
     limit = trainer.get("limit_train_batches", 1.0)
     per_epoch = batches
     if _is_int(limit):
         per_epoch = min(batches, limit)
     elif isinstance(limit, float):
         per_epoch = int(batches * limit)
-        if per_epoch == 0 and limit > 0:
-            return ("trainer.limit_train_batches",
-                    f"is {limit}, which leaves none of an epoch's {batches} training batches: "
-                    f"give at least {1 / batches:.3g}, or a number of batches (an integer)")
     interval = trainer.get("val_check_interval")
-    if not isinstance(interval, int) or isinstance(interval, bool) or interval <= per_epoch:
+    if not _is_int(interval) or interval <= per_epoch:
         return None
     across = ("" if trainer.get("check_val_every_n_epoch", 1) is not None else
               ", and with check_val_every_n_epoch: null the epochs between two validations "
@@ -235,3 +227,15 @@ def unvalidated_end(every: Any, max_epochs: int) -> str | None:
             "(pruner.max_resource): the last epoch would not validate, and a COMPLETE trial "
             f"would keep epoch {max_epochs - max_epochs % every}'s value: use a divisor of "
             f"{max_epochs}")
+
+
+def _none_left(trainer: Mapping[str, Any], key: str, batches: int | None, whose: str,
+               what: str) -> tuple[str, str] | None:
+    """``(field, why)`` when the fraction ``trainer[key]`` of ``batches`` is 0 batches
+    (Lightning: ``int(batches * fraction)``, which must leave one); None otherwise."""
+    limit = trainer.get(key, 1.0)
+    if (batches is None or batches <= 0 or not isinstance(limit, float) or limit <= 0
+            or int(batches * limit) > 0):
+        return None
+    return (f"trainer.{key}", f"is {limit}, which leaves none of {whose} {batches} {what} "
+            f"batches: give at least {1 / batches:.3g}, or a number of batches (an integer)")

@@ -438,13 +438,20 @@ def _check_creatable(path: Path, spec: str) -> None:
 
 def _check_sqlite(path: Path, spec: str) -> None:
     """Open an SQLite file read-only and read its table list: fails on a file of something else."""
-    connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
     try:
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        _sqlite_tables(path)
     except sqlite3.OperationalError:  # locked, unreadable: reported as "cannot open"
         raise
     except sqlite3.DatabaseError as error:
         raise ConfigError("storage", f"{mask(spec)} is not an SQLite database ({error})") from None
+
+
+def _sqlite_tables(path: Path) -> list[str]:
+    """The table names of an SQLite file, sorted, read through a read-only connection."""
+    connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
+    try:
+        return [row[0] for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
     finally:
         connection.close()
 
@@ -463,12 +470,7 @@ def _check_optuna_tables(storage: StorageSpec) -> None:
     """
     path = storage.path
     if path is not None:
-        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=60)
-        try:
-            tables = [row[0] for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        finally:
-            connection.close()
+        tables = _sqlite_tables(path)
     else:
         import sqlalchemy as sa
 
