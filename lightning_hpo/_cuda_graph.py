@@ -159,7 +159,10 @@ class Captured:
         with torch.cuda.graph(graph, stream=stream):
             loss = loss_fn(static_x, static_y)
             loss.backward()
-        return cls(graph, static_x, static_y, loss.detach(), params, [p.grad for p in params])
+        grads = [p.grad for p in params]  # the graph's gradient tensors: not computed yet
+        for p in params:
+            p.grad = None  # until the first replay puts them back, filled
+        return cls(graph, static_x, static_y, loss.detach(), params, grads)
 
     def fits(self, x: Tensor, y: Tensor) -> bool:
         """Whether ``(x, y)`` can be copied into the captured inputs."""
@@ -240,8 +243,8 @@ class StepGraph:
                     _failures_reported.add(self.off)
                     log.warning("training steps stay eager (no CUDA graph): %s", self.off)
                 return None
-            log.debug("training step captured as a CUDA graph for batches of shape %s",
-                      tuple(x.shape))
+            log.info("training step captured as a CUDA graph for batches of shape %s",
+                     tuple(x.shape))
         elif not captured.fits(x, y):
             return None
         loss = captured.replay(x, y)

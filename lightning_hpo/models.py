@@ -17,11 +17,13 @@ they were before. Measured with lightning 2.6: each per-step ``self.log`` call c
 LeNet run at batch 8 on CPU; on a GPU, where a small network's step is bound by the host, such
 overhead is the epoch's time.
 SGD uses the fused kernel (one launch for all parameters) on devices that have one. With
-``cuda_graphs=True``, on one CUDA device at 32-bit precision, the training step's forward, loss
-and backward are replayed from a CUDA graph after its first steps
+``cuda_graphs=True`` (or ``"auto"``), on one CUDA device at 32-bit precision, the training
+step's forward, loss and backward are replayed from a CUDA graph after its first steps
 (:mod:`lightning_hpo._cuda_graph`): the optimiser step and everything Lightning does around it
-stay as they are. LeNet's epoch on an H100 took 0.48 s instead of 1.48 s (``bench_gpu.py``).
-It is off by default until its GPU tests have passed on a GPU (BENCHMARKS.md).
+stay as they are. LeNet's epoch at batch 128 on an H100 took 0.33 s instead of 1.27 s
+(``bench_gpu.py``, 2026-11-27). The classes default to ``False``, since a callback of the
+user's may change the model during ``fit`` where a replay would not see it; the launcher, whose
+trials of a built-in model run only its own callbacks, gives them ``"auto"``.
 
 Every hyperparameter is checked in ``__init__``; a bad one raises
 :class:`~lightning_hpo.errors.ConfigError` naming ``model.<name>``. Example::
@@ -81,8 +83,11 @@ class ImageClassifier(LightningModule):
             costs some throughput).
         cuda_graphs: replay the training step's forward, loss and backward from a CUDA graph
             where it applies (one CUDA device, no DDP, 32-bit precision, no gradient
-            accumulation): the same training in fewer host launches. Off by default (see
-            the module's docstring); elsewhere it changes nothing.
+            accumulation): the same training in fewer host launches. ``True`` says once why
+            where it cannot apply; ``"auto"`` uses it where it applies and is silent elsewhere;
+            ``False`` (the default here; the launcher's built-in models take ``"auto"``) never.
+            A replay runs the step as captured: a model changed during ``fit`` (parameters
+            frozen or added, hooks registered by a callback) needs ``False``.
 
     Example::
 
@@ -113,12 +118,15 @@ class ImageClassifier(LightningModule):
         weight_decay: float = 0.0,
         num_classes: int = 10,
         measure_latency: bool = False,
-        cuda_graphs: bool = False,
+        cuda_graphs: bool | Literal["auto"] = False,
     ) -> None:
         super().__init__()
-        for name, flag in (("measure_latency", measure_latency), ("cuda_graphs", cuda_graphs)):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"model.{name}", f"is {flag!r}, but must be true or false")
+        if not isinstance(measure_latency, bool):
+            raise ConfigError("model.measure_latency",
+                              f"is {measure_latency!r}, but must be true or false")
+        if not isinstance(cuda_graphs, bool) and cuda_graphs != "auto":
+            raise ConfigError("model.cuda_graphs",
+                              f"is {cuda_graphs!r}, but must be true, false or auto")
         self._cuda_graphs = cuda_graphs
         self._step_graph = StepGraph(blockers=("not in fit",))
         self._measure_latency = measure_latency
@@ -146,11 +154,12 @@ class ImageClassifier(LightningModule):
         return self.net(x)
 
     def on_fit_start(self) -> None:
-        if self._cuda_graphs:
-            blockers = trainer_blockers(self.trainer)
-            say_off_once(blockers)  # asked for, but not possible here
+        if self._cuda_graphs is False:
+            blockers: tuple[str, ...] = ("model.cuda_graphs is false",)
         else:
-            blockers = ("model.cuda_graphs is false",)
+            blockers = trainer_blockers(self.trainer)
+            if self._cuda_graphs is True:
+                say_off_once(blockers)  # asked for, but not possible here ("auto": silent)
         self._step_graph = StepGraph(blockers=blockers)
 
     def on_fit_end(self) -> None:
@@ -330,7 +339,7 @@ class LeNet(ImageClassifier):
         activation: Literal["relu", "sigmoid"] = "relu",
         width: float = 1.0,
         measure_latency: bool = False,
-        cuda_graphs: bool = False,
+        cuda_graphs: bool | Literal["auto"] = False,
     ) -> None:
         super().__init__(lr, momentum, weight_decay, num_classes, measure_latency, cuda_graphs)
         activation = field_choice("model.activation", activation, _ACTIVATIONS)  # type: ignore[assignment]
@@ -388,7 +397,7 @@ class DropoutMLP(ImageClassifier):
         dropout_1: float = 0.5,
         dropout_2: float = 0.5,
         measure_latency: bool = False,
-        cuda_graphs: bool = False,
+        cuda_graphs: bool | Literal["auto"] = False,
     ) -> None:
         super().__init__(lr, momentum, weight_decay, num_classes, measure_latency, cuda_graphs)
         num_inputs = field_int("model.num_inputs", num_inputs, minimum=1)

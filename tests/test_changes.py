@@ -147,12 +147,21 @@ def test_the_data_keys_that_may_change_are_arguments_of_the_built_in_data_module
     assert set(changes_module.DATA_DEFAULTS) <= allowed
 
 
+def test_the_model_key_that_may_change_is_the_cuda_graph_alone() -> None:
+    allowed = {f for f, kind in FIELDS.items() if f.startswith("model.") and kind == "allowed"}
+    assert allowed == {"model.cuda_graphs"} and set(changes_module.LAUNCHER_MODEL_ARGS) == {
+        f.partition(".")[2] for f in allowed}
+    for name in changes_module.MODEL_DEFAULTS["lenet"]:
+        if name != "cuda_graphs":
+            assert classify(f"model.{name}") == "refused", name
+
+
 def test_the_built_in_classes_defaults_are_the_classes_own() -> None:
     from lightning_hpo.data import DATAMODULES, datamodule_hyperparameters
     from lightning_hpo.models import MODELS, model_hyperparameters
 
-    assert {name: model_hyperparameters(name) for name in MODELS} == \
-        changes_module.MODEL_DEFAULTS
+    assert {name: {**model_hyperparameters(name), **changes_module.LAUNCHER_MODEL_ARGS}
+            for name in MODELS} == changes_module.MODEL_DEFAULTS
     assert {name: datamodule_hyperparameters(name) for name in DATAMODULES} == \
         changes_module.DATA_MODULE_DEFAULTS
 
@@ -400,6 +409,7 @@ ALLOWED = [
     ("log-every", ["trainer.log_every_n_steps=10"], None, "trainer.log_every_n_steps 50 -> 10"),
     ("num-workers", ["data.num_workers=2"], None, "data.num_workers 0 -> 2"),
     ("on-device", ["data.on_device=false"], None, "data.on_device auto -> false"),
+    ("cuda-graphs", ["model.cuda_graphs=false"], None, "model.cuda_graphs auto -> false"),
     ("root", ["data.root=/mnt/fashion"], FASHION, "data.root /data -> /mnt/fashion"),
     ("download", ["data.download=true"], FASHION, "data.download false -> true"),
     ("cli-n-trials", ["stop.n_trials=40"], CLI_BASE, "stop.n_trials 6 -> 40"),

@@ -84,12 +84,14 @@ def test_a_step_graph_that_is_off_never_captures() -> None:
     assert graph.off == "precision is 16-mixed, not 32-true"
 
 
-def test_cuda_graphs_must_be_true_or_false() -> None:
-    with pytest.raises(ConfigError, match=r"model\.cuda_graphs: is 'yes', but must be true or "
-                                          "false"):
-        LeNet(cuda_graphs="yes")  # type: ignore[arg-type]
+@pytest.mark.parametrize("bad", ["yes", "Auto", 1, None])
+def test_cuda_graphs_must_be_true_false_or_auto(bad: object) -> None:
+    with pytest.raises(ConfigError, match=rf"model\.cuda_graphs: is {bad!r}, but must be true, "
+                                          "false or auto"):
+        LeNet(cuda_graphs=bad)  # type: ignore[arg-type]
     assert LeNet(cuda_graphs=True).hparams.cuda_graphs is True
-    assert DropoutMLP().hparams.cuda_graphs is False  # off by default
+    assert LeNet(cuda_graphs="auto").hparams.cuda_graphs == "auto"
+    assert DropoutMLP().hparams.cuda_graphs is False  # off by default (the launcher: auto)
 
 
 # -- the step in Lightning, on CPU, with the graph recomputed ----------------------------------
@@ -134,7 +136,7 @@ class _Clipped(LeNet):
                 "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)}
 
 
-def _train(graphs: bool, monkeypatch: pytest.MonkeyPatch, epochs: int = 2,
+def _train(graphs: bool | str, monkeypatch: pytest.MonkeyPatch, epochs: int = 2,
            model_cls: type[LeNet] = LeNet, stand_in: bool = True,
            **trainer: object) -> tuple[LeNet, pl.Trainer]:
     """LeNet on the digits (batch 100: 15 batches an epoch, the last one of 37 images), with
@@ -220,6 +222,26 @@ def test_asked_for_where_it_cannot_apply_says_why_once(
     said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo._cuda_graph"]
     assert said == ["cuda_graphs: training steps stay eager (no CUDA graph): the device is cpu, "
                     "not cuda"]
+
+
+def test_auto_is_silent_where_it_cannot_apply(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(_cuda_graph, "_off_reported", set())
+    with caplog.at_level("WARNING", logger="lightning_hpo._cuda_graph"):
+        model = LeNet(cuda_graphs="auto")
+        pl.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2, limit_val_batches=1,
+                   logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                   enable_model_summary=False).fit(model, datamodule=DigitsDataModule())
+    assert [r for r in caplog.records if r.name == "lightning_hpo._cuda_graph"] == []
+
+
+@pytest.mark.parametrize("graphs", [True, "auto"])
+def test_auto_replays_where_it_applies_as_true_does(
+        monkeypatch: pytest.MonkeyPatch, graphs: bool | str) -> None:
+    model, run = _train(graphs, monkeypatch, epochs=1)  # type: ignore[arg-type]
+    per_epoch = run.num_training_batches
+    assert model._replay_flags == [  # type: ignore[attr-defined]
+        EAGER_STEPS <= i < per_epoch - 1 for i in range(per_epoch)]
 
 
 def test_a_copy_of_a_captured_module_starts_without_the_graph() -> None:

@@ -70,6 +70,7 @@ from lightning_hpo.launch._csvlog import SegmentCSVLogger
 from lightning_hpo.launch._exit import fast_exit
 from lightning_hpo.launch._once import say_once
 from lightning_hpo.launch._tblog import TrialTensorBoardLogger
+from lightning_hpo.launch.changes import LAUNCHER_MODEL_ARGS
 from lightning_hpo.launch.config import (
     Config,
     check_against_registry,
@@ -98,7 +99,7 @@ from lightning_hpo.launch.trials import (
     record_resume_point,
     remove_resume_checkpoint,
 )
-from lightning_hpo.models import build_model
+from lightning_hpo.models import MODELS, build_model
 from lightning_hpo.pareto import is_finite_point
 from lightning_hpo.report.best_config import CONFIG_NAME, write_text_whole
 from lightning_hpo.schedules import Value
@@ -462,7 +463,9 @@ def _constructor_kwargs(
     hyperparameters each class takes. A loader's ``num_workers`` is bounded by the slot's share
     of the cores."""
     data_names = datamodule_hyperparameters(cfg.data)
-    model_kwargs = {**cfg.model_args, **{k: v for k, v in params.items() if k not in data_names}}
+    given = LAUNCHER_MODEL_ARGS if cfg.model in MODELS else {}
+    model_kwargs = {**given, **cfg.model_args,
+                    **{k: v for k, v in params.items() if k not in data_names}}
     data_kwargs = {**cfg.data_args, **{k: v for k, v in params.items() if k in data_names}}
     if "num_workers" in data_names:
         asked = data_kwargs.get("num_workers", data_names["num_workers"])
@@ -855,9 +858,10 @@ def main() -> int:
     cfg = parse_config(json.loads(os.environ[CONFIG_ENV]))
     spec = WorkerSpec.from_json(os.environ[WORKER_ENV])
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
-    # The slot's log (workers/slotN.log) says which data path each trial took and how the
-    # slot's cores were divided.
-    for name in ("lightning_hpo.tensor_data", __name__):
+    # The slot's log (workers/slotN.log) says which data path each trial took, how the slot's
+    # cores were divided, and that training steps are replayed from a CUDA graph (the first
+    # time: _once holds back the lines that differ only in the batch's shape).
+    for name in ("lightning_hpo.tensor_data", "lightning_hpo._cuda_graph", __name__):
         logging.getLogger(name).setLevel(logging.INFO)
     say_once()  # a notice Lightning repeats every trial is said the first time only
     torch.set_num_threads(spec.threads)
