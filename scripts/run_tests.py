@@ -17,7 +17,8 @@ second core waits: run alone, the suite kept 1.26 of 2 cores busy (35 min on a 2
 
 The exit status is 0 when both parts pass. Arguments are passed to both pytest runs (``-x``,
 ``-k expr``...). A file not named in :data:`TIMING_FILES` runs in the rest: a new test file
-whose tests depend on timing belongs in the list.
+whose tests depend on timing belongs in the list. :data:`BALANCE_FILES` run in the foreground
+too, to make both parts about as long.
 
 Example::
 
@@ -51,6 +52,13 @@ TIMING_FILES = (
     "test_launch_multiobjective.py",
 )
 
+#: Test files that do not depend on timing but run in the foreground part all the same, so
+#: that the two parts end together: in a fresh clone on the 2-core VM (2026-11-27) the timing
+#: part took 27 min 0 s and the rest 30 min 6 s, these two files 94 s of the rest's.
+BALANCE_FILES = ("test_checkpointing.py", "test_dashboard.py")
+#: What the foreground part runs.
+FOREGROUND_FILES = TIMING_FILES + BALANCE_FILES
+
 #: How much nicer the rest runs than the timing part (``nice -n``): the timing part then gets
 #: about 10 CPU-seconds for each one of the rest's where both want the same core.
 REST_NICE = 10
@@ -64,16 +72,16 @@ def commands(args: Sequence[str], python: str = sys.executable) -> tuple[list[st
     Example::
 
         >>> timing, rest = commands(["-x"], python="python")
-        >>> timing[:4], timing[4], len(timing) == 4 + len(TIMING_FILES)
+        >>> timing[:4], timing[4], len(timing) == 4 + len(FOREGROUND_FILES)
         (['python', '-m', 'pytest', '-x'], 'tests/test_launch.py', True)
         >>> rest[4:7], rest[7], rest[-1]
         (['-p', 'no:cacheprovider', 'tests'], '--ignore=tests/test_launch.py', 'lightning_hpo')
     """
     pytest = [python, "-m", "pytest", *args]
-    timing = [*pytest, *(f"tests/{name}" for name in TIMING_FILES)]
+    timing = [*pytest, *(f"tests/{name}" for name in FOREGROUND_FILES)]
     # The rest does not write pytest's cache: two processes would write the same files.
     rest = [*pytest, "-p", "no:cacheprovider", "tests",
-            *(f"--ignore=tests/{name}" for name in TIMING_FILES), "lightning_hpo"]
+            *(f"--ignore=tests/{name}" for name in FOREGROUND_FILES), "lightning_hpo"]
     return timing, rest
 
 

@@ -70,7 +70,7 @@ def _project(tmp_path: Path, timing: str, other: str) -> list[str]:
     (``timing``), with one other test file (``other``); the command that runs the runner there."""
     (tmp_path / "tests").mkdir()
     (tmp_path / "lightning_hpo").mkdir()
-    for name in _runner().TIMING_FILES:
+    for name in _runner().FOREGROUND_FILES:
         (tmp_path / "tests" / name).write_text("")
     (tmp_path / "tests" / "test_launch.py").write_text(timing)
     (tmp_path / "tests" / "test_other.py").write_text(other)
@@ -83,8 +83,8 @@ def _project(tmp_path: Path, timing: str, other: str) -> list[str]:
 def test_the_runners_examples_and_its_timing_files_exist() -> None:
     runner = _runner()
     assert doctest.testmod(runner).failed == 0
-    missing = [name for name in runner.TIMING_FILES if not (TESTS / name).is_file()]
-    assert missing == [] and len(set(runner.TIMING_FILES)) == len(runner.TIMING_FILES)
+    missing = [name for name in runner.FOREGROUND_FILES if not (TESTS / name).is_file()]
+    assert missing == [] and len(set(runner.FOREGROUND_FILES)) == len(runner.FOREGROUND_FILES)
 
 
 @pytest.mark.parametrize(("rest_passes", "status"), [(True, 0), (False, 1)],
