@@ -313,6 +313,9 @@ def test_stop_needs_a_criterion_and_hyperband_a_max_resource() -> None:
         parse_config(dict(BASE, pruner={"name": "hyperband"}))
     with pytest.raises(ConfigError, match="pruner.max_resource: is required .*trainer.max_epochs"):
         parse_config(dict(BASE, pruner="none"))
+    with pytest.raises(ConfigError, match=r"^pruner.max_resource: is required \(the epochs a "
+                       r"trial may train, e.g. 27; or trainer.max_epochs\)$"):
+        parse_config(dict(BASE, pruner="none"))
     cfg = parse_config(dict(BASE, pruner="none", trainer={"max_epochs": 3}))
     assert cfg.max_epochs == 3 and cfg.pruner.name == "none"
     # without a pruner, its max_resource is the epochs every trial trains, as for the others
@@ -759,6 +762,16 @@ def test_cli_mode_still_checks_the_epochs_against_the_pruner() -> None:
     assert "must equal pruner.max_resource (9)" in info.value.message
     cfg = parse_config({**CLI_BASE, "pruner": "none", "trainer": {"max_epochs": 4}})
     assert cfg.max_epochs == 4 and cfg.cli is not None and cfg.cli.sections.get("trainer") is None
+
+
+def test_cli_mode_without_epochs_says_the_projects_own_are_not_read() -> None:
+    """The project's config.yaml may say trainer.max_epochs: 9; the study's file must say it."""
+    with pytest.raises(ConfigError) as info:
+        parse_config({**CLI_BASE, "pruner": "none", "config": ["config.yaml"]})
+    assert str(info.value) == (
+        "pruner.max_resource: is required (the epochs a trial may train, e.g. 27; or "
+        "trainer.max_epochs in this file: the trainer.max_epochs of the project's config files "
+        "is not read, the study decides)")
 
 
 @pytest.mark.parametrize(

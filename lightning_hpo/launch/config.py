@@ -711,7 +711,7 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     logger = _trainer_logger(trainer.pop("logger", None))
     if cli is not None:
         trainer = {}  # the CLI's section (cli.sections), parsed by the CLI's own parser
-    pruner, max_epochs = _max_epochs(pruner, trainer_epochs)
+    pruner, max_epochs = _max_epochs(pruner, trainer_epochs, cli=cli is not None)
     checkpoint = _checkpoint(_section(raw, "checkpoint", {}), pruner)
     if stop.n_trials is not None and len(initial) > stop.n_trials:  # each one is a trial
         raise ConfigError("initial", f"lists {len(initial)} configurations, but stop.n_trials "
@@ -815,9 +815,11 @@ def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
     return space
 
 
-def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerSpec, int]:
+def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None,
+                cli: bool = False) -> tuple[PrunerSpec, int]:
     """The epochs a trial may train: ``pruner.max_resource``, else ``trainer.max_epochs`` (which
-    must agree when both are given); the pruner gets the resolved ``max_resource``."""
+    must agree when both are given); the pruner gets the resolved ``max_resource``. Neither is
+    read from a LightningCLI project's own config files (``cli``): the study decides."""
     max_epochs = trainer_epochs
     if pruner.max_resource is not None:
         if max_epochs is not None and max_epochs != pruner.max_resource:
@@ -830,7 +832,9 @@ def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None) -> tuple[PrunerS
     if max_epochs is None:
         raise ConfigError(
             "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27; or "
-            "trainer.max_epochs)"
+            "trainer.max_epochs" + (" in this file: the trainer.max_epochs of the project's "
+                                    "config files is not read, the study decides"
+                                    if cli else "") + ")"
         )
     if pruner.name != "none" and pruner.max_resource is None:
         pruner = dataclasses.replace(pruner, max_resource=max_epochs)
