@@ -830,12 +830,10 @@ def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None,
             )
         max_epochs = pruner.max_resource
     if max_epochs is None:
-        raise ConfigError(
-            "pruner.max_resource", "is required (the epochs a trial may train, e.g. 27; or "
-            "trainer.max_epochs" + (" in this file: the trainer.max_epochs of the project's "
-                                    "config files is not read, the study decides"
-                                    if cli else "") + ")"
-        )
+        where = (" in this file: the trainer.max_epochs of the project's config files is not "
+                 "read, the study decides") if cli else ""
+        raise ConfigError("pruner.max_resource", "is required (the epochs a trial may train, "
+                          f"e.g. 27; or trainer.max_epochs{where})")
     if pruner.name != "none" and pruner.max_resource is None:
         pruner = dataclasses.replace(pruner, max_resource=max_epochs)
     if pruner.min_resource > max_epochs:
