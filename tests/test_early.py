@@ -58,29 +58,29 @@ def test_the_plan_is_the_slots_the_launcher_would_plan(
     assert plan is not None
     assert [s.devices for s in plan.slots] == slots
     assert plan.kind == "cpu" and plan.threads == max(1, CORES // (len(slots) * len(slots[0])))
-    assert plan.log_dir == Path("runs") / "s" / "workers" and plan.deadline is None
+    assert plan.study_dir == Path("runs") / "s" and plan.deadline is None
 
 
 @pytest.mark.usefixtures("no_gpu")
 @pytest.mark.parametrize(
-    ("fields", "log_dir", "deadline"),
+    ("fields", "study_dir", "deadline"),
     [
-        pytest.param({}, "runs/s/workers", None, id="defaults"),
+        pytest.param({}, "runs/s", None, id="defaults"),
         pytest.param({"run_dir": "/tmp/r", "stop": {"max_wallclock_time": 60}},
-                     "/tmp/r/s/workers", 160.0, id="run-dir-and-budget"),
-        pytest.param({"run_dir": None, "stop": {"max_wallclock_time": 2.5}}, "runs/s/workers",
+                     "/tmp/r/s", 160.0, id="run-dir-and-budget"),
+        pytest.param({"run_dir": None, "stop": {"max_wallclock_time": 2.5}}, "runs/s",
                      102.5, id="null-run-dir-is-the-default"),
     ],
 )
 def test_the_plan_places_the_logs_and_the_deadline_as_the_config_does(
-    fields: dict[str, Any], log_dir: str, deadline: float | None
+    fields: dict[str, Any], study_dir: str, deadline: float | None
 ) -> None:
     raw = _raw(devices={"accelerator": "cpu", "count": 1}, **fields)
     plan = plan_early(raw, started=100.0)
     assert plan is not None
-    assert (str(plan.log_dir), plan.deadline) == (log_dir, deadline)
+    assert (str(plan.study_dir), plan.deadline) == (study_dir, deadline)
     cfg = parse_config(raw)  # what the launcher itself makes of the same mapping
-    assert plan.log_dir == cfg.study_dir / "workers"
+    assert plan.study_dir == cfg.study_dir
 
 
 @pytest.mark.usefixtures("no_gpu")
@@ -200,7 +200,7 @@ def _supervisor(raw: dict[str, Any], started: float) -> Supervisor:
         pytest.param({"threads": 99}, id="other-threads"),
         pytest.param({"deadline": 1.0}, id="another-deadline"),
         pytest.param({"slots": [Slot(0, (0,)), Slot(1, (0,))]}, id="other-slots"),
-        pytest.param({"log_dir": Path("elsewhere")}, id="another-log-folder"),
+        pytest.param({"study_dir": Path("elsewhere")}, id="another-study-folder"),
     ],
 )
 def test_the_supervisor_takes_over_only_workers_that_fit_its_run(
@@ -209,9 +209,12 @@ def test_the_supervisor_takes_over_only_workers_that_fit_its_run(
     raw = _raw(devices={"accelerator": "cpu", "count": 1})
     sup = _supervisor(raw, started=50.0)
     fitting = dict(raw=parse_config(raw).raw, kind="cpu", slots=[Slot(0, (0,))],
-                   threads=sup._threads, deadline=None, log_dir=Path("runs/s/workers"))
-    assert EarlyPlan(**fitting).log_dir == sup._log_dir
-    early = EarlyWorkers(EarlyPlan(**{**fitting, **change}))
+                   threads=sup._threads, deadline=None, study_dir=Path("runs/s"))
+    assert EarlyPlan(**fitting).study_dir == sup.cfg.study_dir
+    stand_ins: list[Any] = [None] * len(change.get("slots", fitting["slots"]))  # one a slot:
+    # the count fits, so only the changed field can make it refuse
+    early = EarlyWorkers(EarlyPlan(**{**fitting, **change}), workers=stand_ins,
+                         log_dir=Path("runs/s/workers"))
     assert sup.adopt(early) is False and early.taken is False
 
 

@@ -484,6 +484,17 @@ def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_server:
     assert len(trials) == 8 and {t.state for t in trials} == {TrialState.COMPLETE}
     assert sum(t.params == INITIAL for t in trials) == 1
     assert len({t.user_attrs["launcher_pid"] for t in trials}) == 2
+    # one run folder, two slot 0s: each launcher's log in a folder of its own, and said so
+    workers = tmp_path / "runs" / "t" / "workers"
+    host = socket.gethostname().split(".")[0]
+    own = {p.pid: workers / f"{host}-{p.pid}" for p in (first, second)}
+    logs = sorted(workers.rglob("slot*.log"))
+    assert len(logs) == 2 and workers / "slot0.log" in logs, logs
+    (other,) = [log.parent for log in logs if log.parent != workers]
+    assert other in own.values()
+    for process, out in zip((first, second), outs, strict=True):
+        mine = other if own[process.pid] == other else workers
+        assert f"(worker logs: {mine}/)" in out, out[-2000:]
 
 
 BAD_CALLS = [

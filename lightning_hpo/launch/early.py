@@ -20,8 +20,8 @@ Example::
 
     >>> plan = plan_early({"study": "s", "devices": {"accelerator": "cpu", "count": 1},
     ...                    "stop": {"max_wallclock_time": 60}}, started=1000.0)
-    >>> plan.kind, plan.slots, plan.deadline, str(plan.log_dir)
-    ('cpu', [Slot(index=0, devices=(0,))], 1060.0, 'runs/s/workers')
+    >>> plan.kind, plan.slots, plan.deadline, str(plan.study_dir)
+    ('cpu', [Slot(index=0, devices=(0,))], 1060.0, 'runs/s')
     >>> plan_early({"study": "s", "devices": {"per_trial": 0}}, started=0.0) is None
     True
 """
@@ -40,6 +40,7 @@ from typing import Any
 
 from lightning_hpo._scratch import remove_scratch_of
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch._worker_logs import claim_log_dir, release_log_dir
 from lightning_hpo.launch.config_file import run_dir_of, study_name
 from lightning_hpo.launch.devices import (
     Slot,
@@ -73,23 +74,25 @@ def deadline_of(started: float, seconds: float | None) -> float | None:
 @dataclass(frozen=True)
 class EarlyPlan:
     """What the early workers are started with; the supervisor adopts them only if it would
-    have started the same: the same config, slots, threads, deadline and log folder."""
+    have started the same: the same config, slots, threads, deadline and study folder (their
+    logs go in its ``workers/``: :func:`~lightning_hpo.launch._worker_logs.claim_log_dir`)."""
 
     raw: dict[str, Any]
     kind: str
     slots: list[Slot]
     threads: int
     deadline: float | None
-    log_dir: Path
+    study_dir: Path
 
 
 @dataclass
 class EarlyWorkers:
-    """Held workers started by :func:`start_early`, one per slot of ``plan``. ``made`` is the
-    top folder made for their logs (None: it existed)."""
+    """Held workers started by :func:`start_early`, one per slot of ``plan``. ``log_dir`` is
+    the folder of their logs, ``made`` the top folder made for it (None: it existed)."""
 
     plan: EarlyPlan
     workers: list[WorkerProcess] = field(default_factory=list)
+    log_dir: Path | None = None
     made: Path | None = None
     taken: bool = False  # the supervisor adopted them: abort() leaves them alone
 
@@ -107,9 +110,11 @@ class EarlyWorkers:
             with contextlib.suppress(OSError):
                 os.close(worker.control)
         self.workers = []
-        if self.made is not None:
-            shutil.rmtree(self.made, ignore_errors=True)
-            self.made = None
+        if self.log_dir is not None:  # once: a second call must not drop a later claim
+            if self.made is not None:
+                shutil.rmtree(self.made, ignore_errors=True)
+            release_log_dir(self.plan.study_dir)
+            self.log_dir = self.made = None
 
 
 def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
@@ -134,8 +139,7 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
                                 or not math.isfinite(seconds) or seconds <= 0):
         return None
     threads = threads_per_process(usable_cores(), len(slots) * len(slots[0].devices))
-    return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds),
-                     folder / "workers")
+    return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds), folder)
 
 
 def start_early(raw: Mapping[str, Any], started: float) -> EarlyWorkers | None:
@@ -146,11 +150,9 @@ def start_early(raw: Mapping[str, Any], started: float) -> EarlyWorkers | None:
     plan = plan_early(raw, started)
     if plan is None:
         return None
-    missing = [p for p in (plan.log_dir, *plan.log_dir.parents) if not p.exists()]
     early = EarlyWorkers(plan)
     try:
-        plan.log_dir.mkdir(parents=True, exist_ok=True)
-        early.made = missing[-1] if missing else None
+        early.log_dir, early.made = claim_log_dir(plan.study_dir)
         for slot in plan.slots:
             spec = WorkerSpec(
                 slot=slot.index, devices=slot.devices, kind=plan.kind, threads=plan.threads,
@@ -158,7 +160,7 @@ def start_early(raw: Mapping[str, Any], started: float) -> EarlyWorkers | None:
                 check=True,
             )
             early.workers.append(
-                spawn_worker(plan.raw, spec, plan.log_dir / f"slot{slot.index}.log"))
+                spawn_worker(plan.raw, spec, early.log_dir / f"slot{slot.index}.log"))
     except BaseException as error:
         early.abort()
         if isinstance(error, OSError | TypeError | ValueError):  # a folder it cannot make, a

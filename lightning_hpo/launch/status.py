@@ -278,7 +278,7 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
     lines += [
         f"Study storage: {storage}",
         f"Per-trial logs and checkpoints: {cfg.study_dir}/trial_NNNNN/ "
-        f"(worker logs: {cfg.study_dir}/workers/)",
+        f"(worker logs: {cfg.study_dir / 'workers' if sup is None else sup.log_dir}/)",
         f"Dashboard: optuna-dashboard {storage}" if not behind_proxy else
         "Dashboard: optuna-dashboard DATABASE_URL (the proxy's database; it does not speak gRPC)",
         f"Report:    python -m lightning_hpo.report --storage {storage} --study {cfg.study}",

@@ -51,6 +51,7 @@ from optuna.trial import TrialState
 
 from lightning_hpo._scratch import remove_scratch_of
 from lightning_hpo.errors import ConfigError, WorkerError
+from lightning_hpo.launch._worker_logs import claim_log_dir, release_log_dir
 from lightning_hpo.launch.config import Config
 from lightning_hpo.launch.devices import Slot, threads_per_process
 from lightning_hpo.launch.early import EarlyWorkers, deadline_of
@@ -162,7 +163,7 @@ class Supervisor:
         self._workers: dict[int, _Worker] = {}
         self._slot_last_end: dict[int, float] = {}
         self._failed = 0
-        self._log_dir = cfg.study_dir / "workers"
+        self._log_dir: Path | None = None  # claimed when the first worker starts
         self._trials_per_process = trials_per_process
         self._held = False  # workers started by start_held(), waiting for GO_LINE
         self._made_logs: Path | None = None  # the top folder start_held() made for the logs
@@ -178,9 +179,7 @@ class Supervisor:
         With ``check`` each of them checks the config against the real classes once imported
         (:func:`~lightning_hpo.launch.config.check_against_registry`), unless the go line came
         first: the first to finish importing answers; wait for it with :meth:`await_check`."""
-        missing = [p for p in (self._log_dir, *self._log_dir.parents) if not p.exists()]
-        self._log_dir.mkdir(parents=True, exist_ok=True)
-        self._made_logs = missing[-1] if missing else None
+        self._log_dir, self._made_logs = claim_log_dir(self.cfg.study_dir)
         for slot in self.slots:
             self._start(slot, generation=0, hold=True, check=check)
         self._held = True
@@ -188,18 +187,19 @@ class Supervisor:
     def adopt(self, early: EarlyWorkers) -> bool:
         """Take over the workers the launcher started early (:mod:`~lightning_hpo.launch.early`)
         as if :meth:`start_held` had started them; False, and nothing taken, when they were
-        started with another config, slots, threads, deadline or log folder than this
+        started with another config, slots, threads, deadline or study folder than this
         supervisor would use (the caller stops them and calls :meth:`start_held`)."""
         plan = early.plan
         same = (plan.raw == self.cfg.raw and plan.kind == self.kind and plan.slots == self.slots
                 and plan.threads == self._threads and plan.deadline == self.deadline
-                and plan.log_dir == self._log_dir and self._trials_per_process is None
-                and len(early.workers) == len(self.slots))
+                and plan.study_dir == self.cfg.study_dir and self._trials_per_process is None
+                and len(early.workers) == len(self.slots) and early.log_dir is not None)
         if not same or early.taken:
             return False
         for slot, started in zip(self.slots, early.workers, strict=True):
             self._add(_Worker(slot, started.process, started.reader, 0, started.control))
-        self._made_logs, self._held, early.taken = early.made, True, True
+        self._log_dir, self._made_logs = early.log_dir, early.made
+        self._held, early.taken = True, True
         return True
 
     def await_check(self) -> list[str]:
@@ -224,10 +224,20 @@ class Supervisor:
                     raise WorkerError(
                         f"the worker checking the config (pid {worker.process.pid}) "
                         f"{_how_it_ended(code)} before it answered; its log: "
-                        f"{self._log_dir / f'slot{worker.slot.index}.log'}")
+                        f"{self.log_dir / f'slot{worker.slot.index}.log'}")
         if isinstance(self._check_answer, ConfigError):
             raise self._check_answer
         return self._check_answer
+
+    @property
+    def log_dir(self) -> Path:
+        """The folder of this launcher's worker logs (``workers/slotN.log``): the study
+        folder's ``workers/``, or ``workers/<host>-<pid>/`` while another launcher writes
+        there (:func:`~lightning_hpo.launch._worker_logs.claim_log_dir`); claimed on first
+        use."""
+        if self._log_dir is None:
+            self._log_dir, _ = claim_log_dir(self.cfg.study_dir)
+        return self._log_dir
 
     def attach(self, study: optuna.Study) -> None:
         """The study the held workers will run, once the launcher has created or opened it."""
@@ -246,11 +256,13 @@ class Supervisor:
         self._held = False
         if self._made_logs is not None and not keep_logs:
             shutil.rmtree(self._made_logs, ignore_errors=True)
+            self._log_dir = self._made_logs = None
+        release_log_dir(self.cfg.study_dir)  # its workers have ended: the folder is free
 
     # -- lifecycle -------------------------------------------------------------------------
     def run(self) -> str:
         """Start every slot and supervise until all workers are done. Returns why it stopped."""
-        self._log_dir.mkdir(parents=True, exist_ok=True)
+        self._log_dir, _ = claim_log_dir(self.cfg.study_dir)  # the same one, or made anew
         previous = {sig: signal.signal(sig, self._on_signal) for sig in INTERRUPTS}
         try:
             if self._held:  # the study exists now: the held workers may claim
@@ -275,6 +287,7 @@ class Supervisor:
             self._stop_all()
             self._end_orphans()
             self._refresh_paused_rows()
+            release_log_dir(self.cfg.study_dir)  # its workers have ended: the folder is free
         return self.stop_reason or "all trials done"
 
     def _refresh_paused_rows(self) -> None:
@@ -311,7 +324,7 @@ class Supervisor:
             launcher_pid=os.getpid(), events_fd=-1, deadline=self.deadline,
             generation=generation, max_trials=self._trials_per_process, hold=hold, check=check,
         )
-        started = spawn_worker(self.cfg.raw, spec, self._log_dir / f"slot{slot.index}.log")
+        started = spawn_worker(self.cfg.raw, spec, self.log_dir / f"slot{slot.index}.log")
         self._add(_Worker(slot, started.process, started.reader, generation, started.control))
 
     def _add(self, worker: _Worker) -> None:
