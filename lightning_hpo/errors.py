@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from numbers import Integral, Real
 from typing import Any, Literal, overload
@@ -50,13 +51,20 @@ class ConfigError(ValueError):
 
     Args:
         field: the dotted name of the offending field (``"space.lr.loguniform"``, ``"model.name"``).
-        message: what is wrong and what is allowed, without the field name.
+        message: what is wrong and what is allowed, without the field name. It is made one
+            line: a user's class or a parser may raise text over several lines, and the CLI
+            prints one (each line break, with the spaces around it, becomes one space).
+
+    Example::
+
+        >>> str(ConfigError("model", "refused:\\n  - model.momentum: is 5.0\\n  - other"))
+        'model: refused: - model.momentum: is 5.0 - other'
     """
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
+        self.message = re.sub(r"\s*\n\s*", " ", message.strip())
+        super().__init__(f"{field}: {self.message}")
 
 
 class WorkerError(RuntimeError):

@@ -263,6 +263,38 @@ def test_a_class_path_that_does_not_import_is_named_not_a_space_key(
     assert (info.value.field, info.value.message) == ("model.class_path", words)
 
 
+@pytest.mark.parametrize(("init_args", "words"), [
+    pytest.param({"activation": "bogus"}, "the CLI's parser refused the tune config's sections: "
+                 'Parser key "model"', id="parser-refuses"),
+    pytest.param({"momentum": 5.0}, "the project refuses its own config (the tune config's "
+                 "sections) as fit builds it", id="class-refuses"),
+])
+def test_a_fixed_init_args_value_refused_is_the_configs_not_a_space_keys(
+    init_args: dict[str, Any], words: str
+) -> None:
+    """A value the tune config fixes beside a searched one (``activation: bogus``): the parser
+    names only the section, ``model``, and the check blamed the first space key in it
+    ("space.model.init_args.lr: the middle 0.1 of its range is refused ..."). What the class
+    itself raises, over several lines (jsonargparse lists each subtype's error), is one line."""
+    model = {"class_path": "lightning_hpo.models.LeNet", "init_args": init_args}
+    cfg = parse_config({**CLI_BASE, "model": model})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == "config" and info.value.message.startswith(words), info.value
+    assert "\n" not in str(info.value)
+
+
+def test_a_searched_value_the_parser_refuses_is_still_the_space_keys() -> None:
+    """The other side of the test above: the same section named, and the key is to blame."""
+    space = {"model.init_args.activation": {"choice": ["tanh", "relu"]}}  # the middle: tanh
+    cfg = parse_config({**CLI_BASE, "space": space})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == "space.model.init_args.activation", info.value
+    assert info.value.message.startswith("the middle tanh of its range is refused by the CLI's "
+                                         'parser: Parser key "model"'), info.value
+
+
 def test_max_paused_reaches_the_promotion_schedule() -> None:
     from lightning_hpo.launch.search import build_schedule
 

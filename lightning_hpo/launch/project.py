@@ -463,6 +463,9 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
         if "unrecognized arguments" in error.message:  # a key the CLI does not have
             known = _known_keys(spec, name, middle)
             raise ConfigError(error.field, f"is not a key of the CLI; {known}") from None
+        theirs = _refused_anyway(spec, middle, name, scratch)
+        if theirs is not None:  # the parser named a section; a fixed value in it is refused
+            raise theirs from None
         raise ConfigError(error.field, f"the middle {format_value(middle[name])} of its range "
                           f"{error.message}") from None
     except Exception as error:
@@ -594,6 +597,34 @@ def _known_keys(spec: CliSpec, name: str, middle: Mapping[str, Any], most: int =
     return f"its {section} keys: {', '.join(keys[:most])}{more}"
 
 
+def _refused_anyway(spec: CliSpec, middle: Mapping[str, Any], name: str,
+                    scratch: Path) -> ConfigError | None:
+    """What to report instead of blaming space key ``name`` for the parser's refusal of the
+    middle build, when it is not ``name``'s: the parser names a section (``model``), not the
+    value it refuses in it, and the build fails without ``name`` too and with no searched
+    value at all (a fixed ``init_args`` value of the tune config or the project's files).
+    None: ``name`` is to blame (or no build without it says otherwise)."""
+    try:
+        _try(spec, {key: value for key, value in middle.items() if key != name}, scratch)
+        return None  # builds without it: it is the key's
+    except Exception:  # noqa: BLE001 (refused without it too: is it the config alone?)
+        pass
+    try:
+        _try(spec, {}, scratch)
+    except ConfigError as error:
+        return error if error.field == "config" else None
+    except Exception as error:  # noqa: BLE001
+        return _own_config_refused(spec, error)
+    return None
+
+
+def _own_config_refused(spec: CliSpec, error: Exception) -> ConfigError:
+    """``config: the project refuses its own config (...)``, ``error`` its reason."""
+    what = " + ".join(spec.files) or "the tune config's sections"
+    return ConfigError("config", f"the project refuses its own config ({what}) as fit builds "
+                       f"it, before any searched value: {type(error).__name__}: {error}")
+
+
 def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
                     error: Exception) -> ConfigError:
     """The key to blame when the project refuses the middle of every range: the one whose
@@ -610,9 +641,7 @@ def _middle_refused(spec: CliSpec, middle: dict[str, Any], scratch: Path,
     try:  # the project's config alone, no value of the space: it is the config itself
         _try(spec, {}, scratch)
     except Exception:  # noqa: BLE001
-        what = " + ".join(spec.files) or "the tune config's sections"
-        return ConfigError("config", f"the project refuses its own config ({what}) as fit "
-                           f"builds it, before any searched value: {reason}")
+        return _own_config_refused(spec, error)
     return ConfigError("space", f"the project refuses a trial with every value at the middle "
                        f"of its range ({middle}): {reason}")
 
