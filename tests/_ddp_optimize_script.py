@@ -19,7 +19,9 @@ step 3, and each rank writes the error it ended with to ``OUT_DIR/error<k>.txt``
 
 With ``--raise-in-fit``: study ``first``, ``optimize(n_trials=1)``, then ``optimize(n_trials=1)``
 whose trial raises on rank 0 only, *inside* ``fit`` (at the end of the first epoch), while rank 1
-waits in a collective for it: every rank must still exit with the error.
+waits in a collective for it: every rank must still exit with the error. ``--raise-in-fit=1``:
+the same on rank 1 (rank 0 waits for it); ``--caught``: that second ``optimize`` has
+``n_trials=2, catch=(ValueError,)``, which must not let the ranks go on to a second trial.
 """
 
 from __future__ import annotations
@@ -52,16 +54,19 @@ def _storage(kind: str, out_dir: Path) -> Any:
     raise SystemExit(f"unknown storage kind {kind!r}")
 
 
-class _RaiseOnRankZero(L.Callback):
-    """Raises on rank 0 at the end of the first training epoch."""
+class _RaiseOnRank(L.Callback):
+    """Raises on one rank at the end of the first training epoch."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
 
     def on_train_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.global_rank == 0:
-            raise ValueError("boom inside fit on rank 0")
+        if trainer.global_rank == self.rank:
+            raise ValueError(f"boom inside fit on rank {self.rank}")
 
 
 def _objective(
-    out_dir: Path, study: str, raise_at: set[int], in_fit: bool = False
+    out_dir: Path, study: str, raise_at: set[int], in_fit: int | None = None
 ) -> Any:
     def objective(trial: optuna.Trial) -> float:
         model = hpo.DropoutMLP(
@@ -73,7 +78,7 @@ def _objective(
         pruning = hpo.PruningCallback(trial, monitor="validation_error")
         trainer = L.Trainer(
             accelerator="cpu", devices=2, strategy="ddp", max_epochs=_EPOCHS,
-            callbacks=[pruning, *([_RaiseOnRankZero()] if in_fit else [])],
+            callbacks=[pruning, *([] if in_fit is None else [_RaiseOnRank(in_fit)])],
             logger=False, enable_checkpointing=False,
             enable_progress_bar=False, enable_model_summary=False,
         )
@@ -99,13 +104,17 @@ def _trials(study: Any) -> list[dict[str, Any]]:
     return [{"number": t.number, "state": t.state.name, "params": t.params} for t in study.trials]
 
 
-def main(kind: str, out_dir: Path, raise_in_fit: bool) -> None:
+def main(kind: str, out_dir: Path, raise_in_fit: int | None, caught: bool) -> None:
     storage = _storage(kind, out_dir)
     sampler = optuna.samplers.RandomSampler(seed=0)
     first = hpo.create_study(storage=storage, study_name="first", sampler=sampler)
-    if raise_in_fit:
+    if raise_in_fit is not None:
         first.optimize(_objective(out_dir, "first", set()), n_trials=1)
-        first.optimize(_objective(out_dir, "first", set(), in_fit=True), n_trials=1)
+        failing = _objective(out_dir, "first", set(), in_fit=raise_in_fit)
+        if caught:
+            first.optimize(failing, n_trials=2, catch=(ValueError,))
+        else:
+            first.optimize(failing, n_trials=1)
         return
     first.optimize(_objective(out_dir, "first", set()), n_trials=2)
     first.optimize(_objective(out_dir, "first", set()), n_trials=1)
@@ -120,8 +129,11 @@ def main(kind: str, out_dir: Path, raise_in_fit: bool) -> None:
 
 if __name__ == "__main__":
     out = Path(sys.argv[2])
+    flags = sys.argv[3:]
+    rank = next((int(f.partition("=")[2] or 0) for f in flags if f.startswith("--raise-in-fit")),
+                None)
     try:
-        main(sys.argv[1], out, raise_in_fit="--raise-in-fit" in sys.argv[3:])
+        main(sys.argv[1], out, raise_in_fit=rank, caught="--caught" in flags)
     except ValueError as error:
         (out / f"error{_rank()}.txt").write_text(f"{type(error).__name__}: {error}")
         raise

@@ -16,6 +16,16 @@ class ExplodingLeNet(LeNet):
         return super().training_step(batch, batch_idx)
 
 
+class FailsOnRankOne(LeNet):
+    """Under DDP, the trial of the tests' initial configuration (``lr`` exactly 0.1) raises on
+    rank 1 only, mid-epoch, while rank 0 waits for it in the gradient all-reduce."""
+
+    def training_step(self, batch: Any, batch_idx: int) -> Any:
+        if self.trainer.global_rank == 1 and self.hparams.lr == 0.1 and batch_idx == 1:
+            raise RuntimeError("boom on rank 1")
+        return super().training_step(batch, batch_idx)
+
+
 class DiesAfterItsLastCheckpoint(LeNet):
     """Each trial's worker is killed (SIGKILL) once, at the end of its first ``fit``: after
     the segment's last resume checkpoint is written, before the study is told how it ended.

@@ -95,6 +95,34 @@ def test_error_inside_fit_on_rank_zero_reaches_every_rank(tmp_path: Path) -> Non
     assert [(r["study"], r["trial"]) for r in _rows(tmp_path, 1)] == [("first", 0)]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("caught", [False, True], ids=["uncaught", "caught"])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_an_error_inside_fit_on_any_rank_ends_optimize_on_every_rank(
+    tmp_path: Path, rank: int, caught: bool
+) -> None:
+    """A trial raises inside ``fit`` on one rank while the other waits in a collective for it.
+    On rank 1 the job hung for ever (rank 1 swallowed the error and waited for rank 0's next
+    trial; rank 0 waited in the all-reduce), and so did rank 0's error under ``catch`` (rank 0
+    went on to a trial that rank 1, still in the old collective, could not join). The trial is
+    recorded FAIL with the error of the rank it was raised on, and ``optimize`` ends with it,
+    ``catch`` or not: the ranks' collectives no longer match."""
+    flags = [f"--raise-in-fit={rank}", *(["--caught"] if caught else [])]
+    result = _run_job("journal", tmp_path, *flags)
+    assert result.returncode != 0, result.stderr[-4000:]
+    message = f"ValueError: boom inside fit on rank {rank}"
+    assert (tmp_path / "error0.txt").read_text() == message, result.stderr[-4000:]
+    if rank == 1:  # it handed its error to rank 0, said so and left the job
+        assert "lightning_hpo: trial 1 failed on rank 1" in result.stderr
+    else:
+        assert (tmp_path / "error1.txt").read_text() == message
+    journal = JournalFileBackend(str(tmp_path / "study.journal"))
+    trials = optuna.load_study(study_name="first",
+                               storage=optuna.storages.JournalStorage(journal)).trials
+    assert [t.state.name for t in trials] == ["COMPLETE", "FAIL"]  # no second trial began
+    assert [(r["study"], r["trial"]) for r in _rows(tmp_path, 1)] == [("first", 0)]
+
+
 @pytest.mark.parametrize(
     ("error", "rebuilt"),
     [

@@ -95,6 +95,25 @@ def test_ddp_trials_use_two_processes_each(tmp_path: Path) -> None:
                for t in trials)
 
 
+def test_a_trial_failing_on_another_rank_fails_and_the_slot_starts_fresh_ranks(
+    tmp_path: Path
+) -> None:
+    """A DDP trial that raises on rank 1 while rank 0 waits for it in a collective: the slot
+    hung for ever (rank 1 swallowed the error and waited for rank 0). The trial now ends FAIL
+    with rank 1's error, the slot's worker starts again with fresh ranks, the rest complete."""
+    config = config_file(tmp_path, devices={"accelerator": "cpu", "per_trial": 2},
+                         model={"name": "_launch_models:FailsOnRankOne"}, stop={"n_trials": 3})
+    result = launch(str(config), "--quiet", cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
+    first = next(t for t in trials if t.params == INITIAL)
+    assert first.state == TrialState.FAIL
+    assert first.user_attrs["fail_reason"] == "rank 1: RuntimeError: boom on rank 1"
+    others = [t for t in trials if t is not first]
+    assert len(others) == 2 and all(t.state == TrialState.COMPLETE for t in others)
+    assert first.user_attrs["pid"] not in {t.user_attrs["pid"] for t in others}  # restarted
+
+
 def test_a_slot_loader_gets_no_more_processes_than_its_share_of_cores(tmp_path: Path) -> None:
     """2 slots on 2 cores: each owns 1 core, so 3 asked loader processes become 0."""
     config = config_file(tmp_path, data={"name": "digits", "num_workers": 3, "on_device": False},

@@ -6,8 +6,15 @@ their environment (:data:`TRIAL_ENV`, copied by Lightning's launcher), which als
 path of a small mailbox that rank 0 keeps (a ``torch.distributed.FileStore`` in a private temporary
 folder). From then on rank 0 posts every message there, numbered, as JSON:
 
-* ``["trial", study_name, number]`` when a trial begins, then ``["param", name, value]`` for each
-  suggested value (so suggest every hyperparameter before ``trainer.fit``);
+* ``["trial", study_name, number, index]`` when a trial begins (``index`` counts the trials
+  this process began), then ``["param", name, value]`` for each suggested value (so suggest
+  every hyperparameter before ``trainer.fit``);
+* ``["end", index]`` once rank 0's objective has returned or raised: a rank still waiting for a
+  value leaves the trial. Every other rank then says how the trial ended on it (ended, or
+  failed with its error) under the trial's index, and rank 0 waits for them
+  (:meth:`LeaderChannel.end_trial`): a trial that failed on any rank inside ``fit`` leaves
+  some ranks in a collective that the others left, so ``optimize`` cannot go on, on any rank;
+  a rank that fails destroys its process group first, which breaks the others out of it;
 * ``["stop"]`` when an ``optimize`` call ends (rank 0 waits until every rank took it, up to
   :data:`STOP_ACK_S` seconds, since its exit deletes the mailbox): a script may then call
   ``optimize`` again, on the same study or another one, and every rank follows each call in
@@ -37,11 +44,13 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from lightning_hpo._scratch import scratch_prefix
 
-__all__ = ["ERROR_ACK_S", "TRIAL_ENV", "FollowerChannel", "LeaderChannel", "LeaderError"]
+__all__ = ["END_WAIT_S", "ERROR_ACK_S", "TRIAL_ENV", "EndOfTrial", "FollowerChannel",
+           "LeaderChannel", "LeaderError"]
 
 _logger = logging.getLogger(__name__)
 
@@ -52,6 +61,9 @@ ERROR_ACK_S = 5.0
 #: Seconds rank 0 waits, at the end of an ``optimize`` call, for the other ranks to take it (they
 #: leave their last ``fit`` with it; a rank gone meanwhile only costs this wait, with a warning).
 STOP_ACK_S = 60.0
+#: Seconds rank 0 waits, after its objective returned, for the other ranks to end the same
+#: trial (they leave the same ``fit``; one that does not is stuck, and ``optimize`` ends).
+END_WAIT_S = 60.0
 _KEY = "lightning_hpo/ddp/{}/{}"  # kind ("msg" or "ack"), sequence number
 
 
@@ -64,6 +76,19 @@ def process_group_up() -> bool:
     import torch.distributed as dist
 
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+@dataclass(frozen=True)
+class EndOfTrial:
+    """How the other ranks ended a trial, as rank 0 learned it (:meth:`LeaderChannel.end_trial`).
+
+    ``ended``: every other rank said it ended the trial (none is left in a collective);
+    ``failed_rank`` and ``error``: the first rank on which it raised, and what.
+    """
+
+    ended: bool = True
+    failed_rank: int | None = None
+    error: BaseException | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -134,8 +159,30 @@ class _Mailbox:
         self.store.add(_KEY.format("ack", seq), 1)
         return list(message)
 
+    def peek(self, seq: int) -> list[Any] | None:
+        """Message ``seq`` if posted, without taking it (no ack)."""
+        key = _KEY.format("msg", seq)
+        return list(json.loads(self.store.get(key))) if self.store.check([key]) else None
+
     def acks(self, seq: int) -> int:
         return int(self.store.add(_KEY.format("ack", seq), 0))
+
+    def report_end(self, index: int, rank: int, error: BaseException | None) -> None:
+        """Rank ``rank`` ended trial ``index`` (failed with ``error``: kept, first of all)."""
+        if error is not None:
+            record = json.dumps({"rank": rank, "error": encode_error(error)})
+            self.store.compare_set(_KEY.format("failed", index), "", record)
+        self.store.add(_KEY.format("ended", index), 1)
+
+    def ended(self, index: int) -> int:
+        return int(self.store.add(_KEY.format("ended", index), 0))
+
+    def failure(self, index: int) -> tuple[int, BaseException] | None:
+        key = _KEY.format("failed", index)
+        if not self.store.check([key]):
+            return None
+        record = json.loads(self.store.get(key))
+        return int(record["rank"]), decode_error(record["error"])
 
 
 def _host_mailbox() -> _Mailbox:
@@ -174,9 +221,11 @@ class LeaderChannel:
 
     _mailbox: _Mailbox | None = None  # one per process, made at the first trial
     _sent = 0  # messages posted by this process so far
+    _begun = 0  # trials begun by this process so far: each one's index
 
     def __init__(self) -> None:
         self._env: dict[str, Any] | None = None
+        self._index: int | None = None  # the trial in progress
 
     @classmethod
     def _post(cls, message: list[Any]) -> int:
@@ -192,15 +241,45 @@ class LeaderChannel:
 
     def begin_trial(self, number: int, study_name: str | None = None) -> None:
         """Announce trial ``number`` of ``study_name`` to the other ranks."""
+        self._index = LeaderChannel._begun
+        LeaderChannel._begun += 1
         if process_group_up():
             self._env = None
-            self._post(["trial", study_name, number])
+            self._post(["trial", study_name, number, self._index])
             return
         if LeaderChannel._mailbox is None:
             LeaderChannel._mailbox = _host_mailbox()
         self._env = {"mailbox": LeaderChannel._mailbox.path, "next": LeaderChannel._sent,
-                     "study": study_name, "number": number, "params": {}}
+                     "study": study_name, "number": number, "index": self._index, "params": {}}
         os.environ[TRIAL_ENV] = json.dumps(self._env)
+
+    def end_trial(self, failed: bool) -> EndOfTrial:
+        """After rank 0's objective returned (or raised: ``failed``), end the trial on every
+        rank and learn how it ended there.
+
+        Posts ``["end", index]`` (a rank still waiting for a suggested value leaves the trial),
+        then waits until every other rank has said it ended the trial: :data:`END_WAIT_S`
+        seconds when rank 0's objective returned (they leave the same ``fit``), only
+        :data:`ERROR_ACK_S` when it raised (a rank that does not answer by then waits in a
+        collective rank 0 left). Nothing to wait for where the other ranks were never
+        started (no process group: the trial ended before its ``fit``).
+        """
+        index, self._index = self._index, None
+        mailbox = LeaderChannel._mailbox
+        if index is None or mailbox is None or not process_group_up():
+            return EndOfTrial()
+        import torch.distributed as dist
+
+        others = dist.get_world_size() - 1
+        self._post(["end", index])
+        deadline = time.monotonic() + (ERROR_ACK_S if failed else END_WAIT_S)
+        while mailbox.ended(index) < others and time.monotonic() < deadline:
+            time.sleep(0.01)
+        failure = mailbox.failure(index)
+        ended = mailbox.ended(index) >= others
+        if failure is None:
+            return EndOfTrial(ended)
+        return EndOfTrial(ended, failure[0], failure[1])
 
     def share_param(self, name: str, value: Any) -> None:
         """Hand a suggested value to the other ranks."""
@@ -218,9 +297,10 @@ class LeaderChannel:
         ranks itself when it leaves, and one of them may be stuck in a collective of an
         interrupted trial.
 
-        With an error, waits until every other rank has taken it; a rank that does not within
-        :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so the process
-        group is destroyed to free it, and the wait is repeated once.
+        With an error, waits (``wait``: not when the other ranks have left the job, after a
+        trial failed on one of them) until every other rank has taken it; a rank that does
+        not within :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so
+        the process group is destroyed to free it, and the wait is repeated once.
         """
         os.environ.pop(TRIAL_ENV, None)
         if not process_group_up():
@@ -240,7 +320,7 @@ class LeaderChannel:
 
         others = dist.get_world_size() - 1
         seq = self._post(["error", encode_error(error)])
-        if self._wait_acks(seq, others):
+        if not wait or self._wait_acks(seq, others):
             return
         _logger.warning("other ranks did not take rank 0's error within %.0f s (stuck in a "
                         "collective); destroying the process group to release them", ERROR_ACK_S)
@@ -291,13 +371,38 @@ class FollowerChannel:
             )
         first = json.loads(raw)
         cls._current = cls(_join_mailbox(first["mailbox"]), int(first["next"]))
-        return ["trial", first.get("study"), first["number"]], dict(first["params"])
+        return (["trial", first.get("study"), first["number"], first.get("index")],
+                dict(first["params"]))
 
     @classmethod
     def current(cls) -> FollowerChannel:
         if cls._current is None:
             raise RuntimeError("lightning_hpo: no trial has reached this rank yet")
         return cls._current
+
+    def leader_error(self) -> BaseException | None:
+        """Rank 0's error, when rank 0 has already ended ``optimize`` with one (its next
+        messages are ``end`` then ``error``, or ``error``): a trial that raised here because
+        rank 0 left the collective (it destroys its process group to free this rank) failed
+        there first. None, reading nothing, otherwise."""
+        seq = self._next
+        peeked = self._mailbox.peek(seq)
+        if peeked is not None and peeked[0] == "end":
+            seq += 1
+            peeked = self._mailbox.peek(seq)
+        if peeked is None or peeked[0] != "error":
+            return None
+        while self._next <= seq:  # take them, as receive() would
+            self.receive()
+        return decode_error(peeked[1])
+
+    def report_end(self, index: int | None, error: BaseException | None) -> None:
+        """Tell rank 0 that this rank ended trial ``index`` (failed, with ``error``); None
+        (a rank 0 older than the trial index): nothing to say."""
+        if index is None:
+            return
+        rank = int(os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or 0)
+        self._mailbox.report_end(index, rank, error)
 
     def receive(self) -> list[Any]:
         """The next message from rank 0, waiting as long as rank 0 lives."""

@@ -22,13 +22,21 @@ Example::
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import optuna
 from optuna.storages import BaseStorage
 
-from lightning_hpo.distributed._channel import FollowerChannel, LeaderChannel, decode_error
+from lightning_hpo.distributed._channel import (
+    FollowerChannel,
+    LeaderChannel,
+    decode_error,
+    encode_error,
+)
 from lightning_hpo.storage import StorageSpec
 
 __all__ = ["FollowerStudy", "FollowerTrial", "LeaderTrial", "Objective", "share_segment"]
@@ -176,6 +184,25 @@ def share_segment(trial: Any, segment: dict[str, Any]) -> dict[str, Any]:
     return dict(trial.share("lightning_hpo:segment", segment))
 
 
+def _leave_the_job(number: int, failure: BaseException) -> NoReturn:
+    """End this rank's process after trial ``number`` raised ``failure`` here (handed to rank 0
+    already): print it, then exit.
+
+    Only the exit closes the connections rank 0 may be waiting on in a collective (destroying
+    the process group does not: the model's DDP wrapper holds it). The status is 0, not 1:
+    Lightning's launcher kills rank 0 at once when a rank it started exits with an error, before
+    rank 0 could record the trial; rank 0 ends ``optimize`` with this error, so the job's
+    command still exits with it.
+    """
+    rank = os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or "?"
+    traceback.print_exception(failure)
+    print(f"lightning_hpo: trial {number} failed on rank {rank} (above); rank 0 records it and "
+          "ends optimize with this error on every rank, so this rank leaves the job",
+          file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os._exit(0)
+
+
 #: ``Study`` methods that write what the script sets up (queued configurations, attributes):
 #: a no-op on the other ranks, which run the same lines as rank 0 (on a storage file each rank
 #: would otherwise queue a configuration of its own: one trial per rank).
@@ -210,11 +237,23 @@ class FollowerStudy:
     def optimize(self, func: Objective, *args: Any, **kwargs: Any) -> None:
         """Run ``func`` once per trial of rank 0 until rank 0's ``optimize`` ends.
 
-        Raises what rank 0's ``optimize`` raised, when it ended with an exception.
+        After each trial this rank tells rank 0 how it ended here. A trial that raises here
+        (not :class:`optuna.TrialPruned`) fails for every rank: this rank hands its error to
+        rank 0, prints it and leaves the job (:func:`_leave_the_job`), since rank 0 may wait
+        for it in a gradient all-reduce that only its exit ends; rank 0 records the trial FAIL
+        with this error and ends ``optimize`` with it.
+
+        Raises:
+            What rank 0's ``optimize`` raised, when it ended with an exception.
         """
         message, preset = FollowerChannel.first_message()
-        while message[0] == "trial":
-            _, study_name, number = message
+        channel = FollowerChannel.current()
+        while message[0] in ("trial", "end"):
+            if message[0] == "end":  # a trial this rank has ended already (or never began)
+                message = channel.receive()
+                continue
+            study_name, number = message[1], message[2]
+            index = message[3] if len(message) > 3 else None
             if self._study_name is not None and study_name not in (None, self._study_name):
                 raise RuntimeError(
                     f"lightning_hpo: rank 0 optimizes study '{study_name}' while this rank "
@@ -224,14 +263,21 @@ class FollowerStudy:
             preset = None
             try:
                 func(trial)
-            except LeaderMoved as moved:
+            except LeaderMoved as moved:  # rank 0 ended the trial before its fit began here
+                channel.report_end(index, None)
                 message = moved.message
                 continue
             except optuna.TrialPruned:
                 pass
-            except Exception as failure:  # rank 0 records the failure and says whether to go on
-                _logger.debug("trial %d failed on this rank: %r", trial.number, failure)
-            message = FollowerChannel.current().receive()
+            except Exception as failure:  # the trial fails on every rank: rank 0 records it
+                first = channel.leader_error()
+                if first is not None:  # rank 0 failed first and left the collective: its error
+                    message = ["error", encode_error(first)]
+                    break
+                channel.report_end(index, failure)
+                _leave_the_job(trial.number, failure)
+            channel.report_end(index, None)
+            message = channel.receive()
         if message[0] == "error":
             error = decode_error(message[1])
             if hasattr(error, "add_note"):  # Python 3.11+

@@ -12,7 +12,7 @@ import optuna
 from optuna.storages import BaseStorage
 from optuna.study import StudyDirection
 
-from lightning_hpo.distributed._channel import LeaderChannel
+from lightning_hpo.distributed._channel import EndOfTrial, LeaderChannel
 from lightning_hpo.distributed._follower import FollowerStudy, LeaderTrial, Objective
 from lightning_hpo.storage import StorageSpec
 
@@ -66,10 +66,22 @@ class DistributedStudy(optuna.Study):
                 "DistributedStudy: all ranks train one trial together."
             )
         channel = LeaderChannel()
+        # a failure that ends optimize, whatever `catch` says, and whether it was another rank's
+        # (that rank has left the job: nothing to wait for)
+        broken: list[tuple[BaseException, bool]] = []
 
         def shared_objective(trial: optuna.trial.Trial) -> float | Sequence[float]:
             channel.begin_trial(trial.number, self.study_name)
-            return func(LeaderTrial(trial, channel))
+            try:
+                result = func(LeaderTrial(trial, channel))
+            except optuna.TrialPruned:
+                _end_or_stop(self, channel.end_trial(failed=False), trial.number, None, broken)
+                raise
+            except Exception as error:
+                _end_or_stop(self, channel.end_trial(failed=True), trial.number, error, broken)
+                raise
+            _end_or_stop(self, channel.end_trial(failed=False), trial.number, None, broken)
+            return result
 
         try:
             super().optimize(
@@ -81,13 +93,36 @@ class DistributedStudy(optuna.Study):
                 gc_after_trial=gc_after_trial,
                 show_progress_bar=show_progress_bar,
             )
+            if broken:  # caught by `catch`, but the ranks cannot go on together
+                raise broken[0][0]
         except BaseException as error:
             try:
-                channel.finish(error)
+                channel.finish(error, wait=not (broken and broken[0][1]))
             except Exception:  # a rank already gone (Lightning kills them on Ctrl-C): keep `error`
                 _logger.debug("could not tell the other ranks that optimize failed", exc_info=True)
             raise
         channel.finish()
+
+
+def _end_or_stop(study: optuna.Study, end: EndOfTrial, number: int, error: Exception | None,
+                 broken: list[tuple[BaseException, bool]]) -> None:
+    """After trial ``number`` (rank 0's ``error``, if it raised): raise the error of another rank
+    it failed on, which is the trial's reason (rank 0 only saw its process group break); and
+    where a rank failed or is left in a collective, stop ``optimize`` on every rank after this
+    trial (``broken``): the ranks' collectives no longer match, so no next trial could train."""
+    if end.error is not None:
+        failure = end.error
+        if hasattr(failure, "add_note"):  # Python 3.11+
+            failure.add_note(f"lightning_hpo: raised on rank {end.failed_rank} in trial {number}; "
+                             "optimize ends on every rank")
+        broken.append((failure, True))
+        study.stop()
+        if isinstance(failure, Exception):
+            raise failure from error
+        raise RuntimeError(f"rank {end.failed_rank}: {failure!r}") from error
+    if error is not None and not end.ended:  # the others wait in a collective rank 0 left
+        broken.append((error, False))
+        study.stop()
 
 
 def _resolve_storage(storage: str | os.PathLike[str] | BaseStorage | None, *, create: bool

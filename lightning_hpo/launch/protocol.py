@@ -36,6 +36,8 @@ __all__ = [
     "CONFIG_ENV",
     "GO_LINE",
     "INTERRUPTS",
+    "RANKS_LOST",
+    "RESTART_REASONS",
     "STOP_SIGNAL",
     "TRIAL_LIMIT",
     "WORKER_ENV",
@@ -52,6 +54,12 @@ CONFIG_ENV = "LIGHTNING_HPO_CONFIG"
 WORKER_ENV = "LIGHTNING_HPO_WORKER"
 #: The exit reason of a worker that ran its ``max_trials``; the supervisor starts a fresh one.
 TRIAL_LIMIT = "trial limit reached"
+#: The exit reason of a DDP slot's worker after a trial failed on one of its other ranks, or
+#: left them in a collective: their process group cannot train on, so the supervisor starts a
+#: fresh worker, which starts fresh ranks (not counted as a death of the slot).
+RANKS_LOST = "its DDP ranks must start again"
+#: Exit reasons after which the supervisor starts the slot's worker again.
+RESTART_REASONS = frozenset({TRIAL_LIMIT, RANKS_LOST})
 #: Sent to a worker after a :class:`StopOrder` is written to its control pipe: "read it now".
 STOP_SIGNAL = signal.SIGUSR1
 #: The signals that interrupt the launcher: the running trials pause at their last checkpoint and

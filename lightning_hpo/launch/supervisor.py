@@ -58,8 +58,8 @@ from lightning_hpo.launch.early import EarlyWorkers, deadline_of
 from lightning_hpo.launch.protocol import (
     GO_LINE,
     INTERRUPTS,
+    RESTART_REASONS,
     STOP_SIGNAL,
-    TRIAL_LIMIT,
     StopOrder,
     WorkerSpec,
 )
@@ -423,7 +423,7 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(worker.process.pid, signal.SIGKILL)  # its DDP ranks, if any
             if code == 0 and worker.trial is None:
-                if worker.exit_reason == TRIAL_LIMIT and self.stop_reason is None:
+                if worker.exit_reason in RESTART_REASONS and self.stop_reason is None:
                     self._start(worker.slot, worker.generation + 1)
                 continue
             reason = f"worker for slot {index} (pid {worker.process.pid}) {_how_it_ended(code)}"

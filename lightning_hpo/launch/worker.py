@@ -80,6 +80,7 @@ from lightning_hpo.launch.config import (
 from lightning_hpo.launch.devices import split_cores
 from lightning_hpo.launch.protocol import (
     CONFIG_ENV,
+    RANKS_LOST,
     STOP_SIGNAL,
     TRIAL_LIMIT,
     WORKER_ENV,
@@ -578,8 +579,10 @@ def _run_leader(cfg: Config, spec: WorkerSpec, events: EventWriter) -> str:
                 return "no trials left"
             if not job.resumed:  # its values are drawn from its own seed when first suggested
                 sampler_for_trial(study, cfg, job.trial.number)
-            _run_segment(cfg, spec, events, scheduler, job, channel, rungs)
+            ranks_fine = _run_segment(cfg, spec, events, scheduler, job, channel, rungs)
             trials_run += 1
+            if not ranks_fine:
+                return RANKS_LOST
     finally:
         if channel is not None:
             try:
@@ -617,8 +620,9 @@ class _Outcome:
 def _run_segment(
     cfg: Config, spec: WorkerSpec, events: EventWriter, scheduler: Scheduler, job: Assignment,
     channel: LeaderChannel | None, rungs: tuple[int, ...],
-) -> None:
-    """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused."""
+) -> bool:
+    """Train one segment and write how it ended: COMPLETE, PRUNED, FAIL, or paused. False when
+    the DDP slot's other ranks cannot train another one (:func:`_end_on_every_rank`)."""
     trial, study = job.trial, scheduler.study
     job = _readable(job)
     segment = _announce(job, spec, events)
@@ -631,21 +635,40 @@ def _run_segment(
     finally:
         if heartbeat is not None:
             heartbeat.stop()
+    outcome, ranks_fine = _end_on_every_rank(channel, trial.number, outcome)
     if not _still_owner(study, trial, job.owner):
         _logger.warning("trial %d was handed to another worker meanwhile; its segment here is "
                         "dropped", trial.number)
         events.emit("end", trial=trial.number, state="LOST", value=None, reason="handed over")
-        return
+        return ranks_fine
     _record_epochs(trial, job, progress, segment, outcome)
     if outcome.state is None:
         _pause_segment(scheduler, job, progress, outcome, events)
-        return
+        return ranks_fine
     reason = outcome.reason or ("unknown" if outcome.state == TrialState.FAIL else None)
     end_trial(study, trial.number, outcome.state, value=outcome.value, reason=reason)
     remove_resume_checkpoint(trial)
     first = outcome.value[0] if isinstance(outcome.value, tuple) else outcome.value
     events.emit("end", trial=trial.number, state=outcome.state.name, value=first,
                 reason=reason)
+    return ranks_fine
+
+
+def _end_on_every_rank(channel: LeaderChannel | None, number: int,
+                       outcome: _Outcome) -> tuple[_Outcome, bool]:
+    """End trial ``number`` on the DDP slot's other ranks (:meth:`LeaderChannel.end_trial`):
+    the outcome, FAIL with their error when it failed on one of them (rank 0 saw only its
+    process group break), and whether they can train another trial (not after a failure on
+    one of them, nor when rank 0 failed and they are left in a collective). An interrupted
+    segment is not asked: the worker stops, and kills its other ranks."""
+    if channel is None or outcome.how == "interrupted":
+        return outcome, True
+    end = channel.end_trial(failed=outcome.state == TrialState.FAIL)
+    if end.error is not None:
+        reason = f"rank {end.failed_rank}: {type(end.error).__name__}: {end.error}"[:2000]
+        _logger.error("trial %d failed on rank %s: %s", number, end.failed_rank, end.error)
+        outcome = _Outcome(reason=reason)
+    return outcome, end.error is None and end.ended
 
 
 def _readable(job: Assignment) -> Assignment:
