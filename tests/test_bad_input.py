@@ -73,6 +73,13 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("wrong-direction", {"direction": "down"}, [], "direction: is 'down'"),
     ("n-trials-zero", {"stop": {"n_trials": 0}}, [], "stop.n_trials: is 0"),
     ("n-trials-text", {"stop": {"n_trials": "ten"}}, [], "stop.n_trials: is 'ten'"),
+    # A typo: the run queued tickets for minutes, and Ctrl-C left thousands in the study.
+    ("n-trials-typo", {"stop": {"n_trials": 99999999999999999999}}, [],
+     "stop.n_trials: is 99999999999999999999, but must be an integer from 1 to 10000 (the "
+     "study queues every trial of it before the first starts"),
+    ("check-n-trials-typo", {"stop": {"n_trials": 99999999999999999999}}, ["--check"],
+     "stop.n_trials: is 99999999999999999999, but must be an integer from 1 to 10000 (the "
+     "study queues every trial of it before the first starts"),
     ("negative-budget", {"stop": {"max_wallclock_time": -5}}, [],
      "stop.max_wallclock_time: is -5"),
     ("no-stop-criterion", {"stop": {}}, [], "stop: needs n_trials or max_wallclock_time"),

@@ -183,6 +183,7 @@ BAD = [
     ("devices.gpus", "1", "devices.gpus", "unknown field"),
     ("stop.n_trials", "0", "stop.n_trials", ">= 1"),
     ("stop.n_trials", "ten", "stop.n_trials", "integer"),
+    ("stop.n_trials", "10001", "stop.n_trials", "must be an integer from 1 to 10000"),
     ("stop.max_wallclock_time", "-5", "stop.max_wallclock_time", "seconds > 0"),
     ("stop.max_wallclock_time", ".inf", "stop.max_wallclock_time", "seconds > 0"),
     ("stop.forever", "true", "stop.forever", "unknown field"),
@@ -1069,3 +1070,25 @@ def test_pause_levels_are_every_rung_the_schedule_pauses_at(
                         "trainer": {"max_epochs": top}, "pruner": {**pruner, **fields}})
     paused = sorted({level for ladder in build_schedule(cfg).ladders() for level in ladder})
     assert pause_levels(cfg) == (paused if cfg.pruner.pauses else [])
+
+
+N_TRIALS_TYPO = (
+    "stop.n_trials: is 99999999999999999999, but must be an integer from 1 to 10000 (the study "
+    "queues every trial of it before the first starts, and a queued trial cannot be taken "
+    "back); for a longer study, give stop.max_wallclock_time without n_trials"
+)
+
+
+def test_a_mistyped_n_trials_is_refused_in_one_line() -> None:
+    """Queued before any trial started (minutes, no wall clock counted), and a Ctrl-C left the
+    tickets written so far, which the study then held it to."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(apply_overrides(BASE, ["stop.n_trials=99999999999999999999"]))
+    assert str(info.value) == N_TRIALS_TYPO
+
+
+def test_n_trials_up_to_the_bound_is_taken() -> None:
+    from lightning_hpo.launch.config import MAX_N_TRIALS
+
+    assert MAX_N_TRIALS == 10_000
+    assert parse_config(_with("stop.n_trials", str(MAX_N_TRIALS))).stop.n_trials == MAX_N_TRIALS

@@ -32,6 +32,7 @@ from lightning_hpo._optuna import (
     backend_of,
     check_studies_table,
     claim_waiting_trial,
+    enqueue_trials,
     set_trial_user_attrs,
     set_user_attrs,
     storage_of,
@@ -493,3 +494,25 @@ def test_the_grpc_client_pieces_proxy_storage_replaces_are_there() -> None:
     assert "self._setup()" in inspect.getsource(GrpcStorageProxy.__init__)
     assert "self._setup()" in inspect.getsource(GrpcStorageProxy.__setstate__)
     assert "_channel" in inspect.getsource(GrpcStorageProxy.close)
+
+
+# -- enqueue_trials: what enqueue_trial makes, in one write ---------------------------------
+
+
+def test_enqueue_trials_makes_the_trials_enqueue_trial_makes(storage: StorageSpec) -> None:
+    queue: list[dict[str, Any]] = [{"x": 0.25}, {}, {}]
+    made = []
+    for name, batch in (("one", False), ("all", True)):
+        study = optuna.create_study(storage=storage.make(), study_name=name)
+        if batch:
+            enqueue_trials(storage_of(study), study_id_of(study), queue)
+        else:
+            for params in queue:
+                study.enqueue_trial(params)
+        made.append([(t.number, t.state, t.params, t.system_attrs, t.user_attrs,
+                      t.datetime_start) for t in study.get_trials(deepcopy=False)])
+        trial = study.ask()  # the first ticket, its parameter fixed
+        assert (trial.number, trial.suggest_float("x", 0.0, 1.0)) == (0, 0.25)
+    assert made[0] == made[1]
+    with pytest.raises(KeyError):
+        enqueue_trials(storage_of(study), study_id_of(study) + 99, queue)

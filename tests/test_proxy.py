@@ -143,6 +143,36 @@ def test_claims_through_the_proxy_and_directly_never_hand_a_trial_twice(
     assert {t.state for t in trials} == {TrialState.RUNNING}
 
 
+def test_the_launcher_queues_its_budget_through_the_proxy_in_one_call(
+    proxy: Proxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy writes the queue in one transaction (``Enqueue``): no trial is created one by
+    one through Optuna's half; a proxy without the call (an older one) gets them one by one."""
+    from lightning_hpo.launch.config import parse_config
+    from lightning_hpo.launch.study import open_study
+    from lightning_hpo.storage._proxy_client import ProxyClient, ProxyStorage
+
+    def cfg(n_trials: int) -> Any:
+        return parse_config({"study": "q", "model": {"name": "lenet"}, "storage": proxy.spec,
+                             "space": {"lr": {"loguniform": [0.01, 1.0]}},
+                             "pruner": {"name": "asha", "max_resource": 3},
+                             "initial": [{"lr": 0.5}], "stop": {"n_trials": n_trials}})
+
+    def one_by_one(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a trial created one by one through the proxy")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ProxyStorage, "create_new_trial", one_by_one)
+        open_study(cfg(6), open_storage(proxy.spec))
+    trials = study_of(proxy.url, "q").get_trials(deepcopy=False)
+    assert [(t.number, t.state, t.system_attrs["fixed_params"]) for t in trials] == [
+        (0, TrialState.WAITING, {"lr": 0.5})] + [(n, TrialState.WAITING, {}) for n in range(1, 6)]
+    monkeypatch.setattr(ProxyClient, "enqueue", lambda self, study_id, params: False)
+    open_study(cfg(9), open_storage(proxy.spec))
+    trials = study_of(proxy.url, "q").get_trials(deepcopy=False)
+    assert [t.number for t in trials] == list(range(9))
+
+
 def test_rung_records_through_the_proxy_and_directly_are_one_set(
     proxy: Proxy, tmp_path: Path
 ) -> None:

@@ -15,7 +15,11 @@ a ticket by moving it from WAITING to RUNNING, which the storage allows once (fo
 reads are not locked, a file lock beside the database serialises claims on the machine; through
 a gRPC proxy the proxy claims, in one call). When no ticket is left the budget is spent,
 whatever the number of launchers. Resuming with a larger ``n_trials`` tops the queue up;
-``initial`` configurations are never enqueued again. A run stopped by its wall-clock budget leaves
+``initial`` configurations are never enqueued again. The queue (initial configurations and
+tickets) is written in one storage write (:func:`~lightning_hpo._optuna.enqueue_trials`): Ctrl-C
+while it is written leaves all of it or none, never a part (Optuna deletes no trial, and a part
+of a mistyped budget would hold the study to it: ``stop.n_trials`` is bounded too,
+:data:`~lightning_hpo.launch.config.MAX_N_TRIALS`). A run stopped by its wall-clock budget leaves
 its unclaimed tickets WAITING: they are the queue the next run takes.
 
 **An edited config.** Resuming (or joining from another machine) with a config that changes how
@@ -37,7 +41,13 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from lightning_hpo._optuna import OptunaContractError, storage_of, study_id_of, unwrap_storage
+from lightning_hpo._optuna import (
+    OptunaContractError,
+    enqueue_trials,
+    storage_of,
+    study_id_of,
+    unwrap_storage,
+)
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.changes import Changes, compare_configs
 from lightning_hpo.launch.config import Config
@@ -45,9 +55,11 @@ from lightning_hpo.launch.search import build_pruner, build_sampler, build_sched
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import StorageSpec, mask
 from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
-from lightning_hpo.storage._proxy_client import proxy_client
+from lightning_hpo.storage._proxy_client import is_proxy, proxy_client
 
-__all__ = ["config_changes", "existing_changes", "open_study", "stored_config", "study_lock"]
+__all__ = [
+    "config_changes", "existing_changes", "open_study", "queue_of", "stored_config", "study_lock",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -77,11 +89,9 @@ def open_study(
         study, created = _create_or_load(cfg, storage, sampler, pruner, compare=True)
         if created:
             study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
-            for params in cfg.initial:
-                study.enqueue_trial(params)
         if cfg.pruner.pauses:
             _note_schedule(study, cfg)
-        _top_up(study, cfg)
+        _enqueue(study, storage, queue_of(cfg, study, created))
     return study, created
 
 
@@ -270,12 +280,40 @@ def _note_schedule(study: optuna.Study, cfg: Config) -> None:
         storage.set_study_system_attr(study_id, PRUNER_ATTR, settings)
 
 
-def _top_up(study: optuna.Study, cfg: Config) -> None:
+def queue_of(cfg: Config, study: optuna.Study, created: bool) -> list[dict[str, Any]]:
+    """What :func:`open_study` enqueues: the ``initial`` configurations when it has just created
+    the study, then one empty ticket per trial that ``stop.n_trials`` has and the study lacks.
+
+    Example::
+
+        >>> from lightning_hpo.launch.config import parse_config
+        >>> cfg = parse_config({"study": "s", "model": {"name": "lenet"},
+        ...                     "space": {"lr": {"loguniform": [0.01, 1.0]}},
+        ...                     "pruner": {"name": "asha", "max_resource": 3},
+        ...                     "initial": [{"lr": 0.1}], "stop": {"n_trials": 3}})
+        >>> queue_of(cfg, optuna.create_study(), created=True)
+        [{'lr': 0.1}, {}, {}]
+    """
+    initial = [dict(params) for params in cfg.initial] if created else []
     if cfg.stop.n_trials is None:
+        return initial
+    held = len(study.get_trials(deepcopy=False)) + len(initial)
+    return initial + [{} for _ in range(cfg.stop.n_trials - held)]
+
+
+def _enqueue(
+    study: optuna.Study, storage: optuna.storages.BaseStorage, queue: list[dict[str, Any]]
+) -> None:
+    """Enqueue ``queue`` in one write, so that an interruption (Ctrl-C) leaves all of it or
+    none (:func:`~lightning_hpo._optuna.enqueue_trials`): a journal file, SQLite, PostgreSQL;
+    through a gRPC proxy the proxy does it on its database in one call (a proxy of an older
+    lightning_hpo that lacks the call: one trial at a time, not atomic).
+    """
+    if not queue:
         return
-    missing = cfg.stop.n_trials - len(study.get_trials(deepcopy=False))
-    for _ in range(missing):
-        study.enqueue_trial({})
+    if is_proxy(storage) and proxy_client(storage).enqueue(study_id_of(study), queue):
+        return
+    enqueue_trials(storage_of(study), study_id_of(study), queue)
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from typing import Any
 
 from optuna.storages import BaseStorage, RDBStorage
 
-from lightning_hpo._optuna import claim_waiting_trial_id, unwrap_storage
+from lightning_hpo._optuna import claim_waiting_trial_id, enqueue_trials, unwrap_storage
 from lightning_hpo._rung_store import rung_store_of
 from lightning_hpo.storage import StorageSpec, mask_text
 from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
@@ -59,6 +59,7 @@ class ProxyService:
             "AddAndRank": unary(self.add_and_rank),
             "Records": unary(self.records),
             "Claim": unary(self.claim),
+            "Enqueue": unary(self.enqueue),
             "Lock": grpc.unary_stream_rpc_method_handler(
                 self.lock, request_deserializer=decode, response_serializer=encode
             ),
@@ -113,6 +114,11 @@ class ProxyService:
         lock_path = self._spec.lock_path("claim")
         with file_lock(lock_path) if lock_path is not None else contextlib.nullcontext(True):
             return {"trial_id": claim_waiting_trial_id(self._storage, study_id)}
+
+    def enqueue(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Enqueue a study's WAITING trials, one per item of ``params``, in one transaction."""
+        enqueue_trials(self._storage, int(request["study_id"]), request["params"])
+        return {}
 
     def lock(self, request: dict[str, Any], context: Any) -> Iterator[dict[str, Any]]:
         """Try once to take a study's lock; hold it until the caller ends the call.

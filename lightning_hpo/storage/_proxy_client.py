@@ -9,6 +9,7 @@ proxy exactly as a launcher opening the database directly does:
 * ``AddAndRank`` / ``Records``: ASHA's rung records, in the database's own records table (so
   that launchers through the proxy and launchers on the database share them);
 * ``Claim``: move the oldest WAITING trial of a study to RUNNING (serialised on SQLite);
+* ``Enqueue``: queue a study's WAITING trials in one transaction (all or none);
 * ``Lock``: hold a study's ``setup``/``schedule`` lock (the launcher's advisory or file lock)
   while the call lasts; a client that dies ends its call, and the lock goes with it.
 
@@ -75,7 +76,7 @@ __all__ = [  # the token's and the CA's names are re-exported from _proxy_auth
 ]
 
 SERVICE = "lightning_hpo.Proxy"
-PROTOCOL = 1  # bumped when a method changes; hello() reports it
+PROTOCOL = 2  # bumped when a method changes or comes; hello() reports it (2: Enqueue)
 _POLL_FIRST, _POLL_MAX = 0.02, 0.5  # seconds between tries of a lock another launcher holds
 
 
@@ -121,7 +122,7 @@ class ProxyClient:
             name: channel.unary_unary(
                 f"/{SERVICE}/{name}", request_serializer=encode, response_deserializer=decode
             )
-            for name in ("Hello", "AddAndRank", "Records", "Claim")
+            for name in ("Hello", "AddAndRank", "Records", "Claim", "Enqueue")
         }
         self._lock_call = channel.unary_stream(
             f"/{SERVICE}/Lock", request_serializer=encode, response_deserializer=decode
@@ -174,6 +175,18 @@ class ProxyClient:
         reply = self._call("Claim", {"study_id": study_id})
         trial_id = reply["trial_id"]
         return None if trial_id is None else int(trial_id)
+
+    def enqueue(self, study_id: int, params: Sequence[dict[str, Any]]) -> bool:
+        """Enqueue one WAITING trial per item of ``params`` on the proxy's database, in one
+        transaction (``lightning_hpo._optuna.enqueue_trials``); False, with nothing written,
+        when the proxy is an older lightning_hpo one without the call."""
+        try:
+            self._calls["Enqueue"]({"study_id": study_id, "params": list(params)})
+        except self._grpc.RpcError as error:
+            if error.code() == self._grpc.StatusCode.UNIMPLEMENTED:
+                return False
+            raise self._translate(error) from None
+        return True
 
     @contextlib.contextmanager
     def lock(self, purpose: str, study: str) -> Iterator[None]:
