@@ -30,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import math
 import os
+import struct
 from collections.abc import Hashable, Sequence
 from typing import Any
 
@@ -64,6 +66,50 @@ _FASHION_MNIST_FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+
+
+#: scikit-learn's ``load_digits()``: 1,797 images of 10 classes (the test suite checks both).
+_DIGITS_SAMPLES, _DIGITS_CLASSES = 1797, 10
+#: The seeds scikit-learn's ``train_test_split`` takes (numpy's ``RandomState``).
+_MAX_SPLIT_SEED = 2**32 - 1
+
+
+def _digits_split_sizes(val_fraction: float) -> tuple[int, int]:
+    """The training and validation sizes of the digits' stratified split at ``val_fraction``,
+    as scikit-learn's ``train_test_split`` computes them (``ceil(val_fraction * 1797)``
+    validation images, the rest for training), without loading the digits.
+
+    Raises:
+        ConfigError: ``data.val_fraction``, when a side would hold fewer images than there
+            are classes: scikit-learn's stratified split refuses it (every trial would fail).
+
+    Example::
+
+        >>> _digits_split_sizes(0.2)
+        (1437, 360)
+        >>> try:
+        ...     _digits_split_sizes(0.9995)
+        ... except ConfigError as error:
+        ...     print(error)
+        data.val_fraction: is 0.9995, which leaves 0 of the 1797 digits for training, but a
+        stratified split needs at least one of each of the 10 classes on each side: give from
+        0.0051 to 0.9944
+    """
+    n, classes = _DIGITS_SAMPLES, _DIGITS_CLASSES
+    n_val = math.ceil(val_fraction * n)
+    n_train = n - n_val
+    if min(n_train, n_val) >= classes:
+        return n_train, n_val
+    # The fractions that leave ``classes`` on each side, to 4 decimals, inside the range.
+    low = math.floor((classes - 1) / n * 1e4 + 1) / 1e4
+    high = math.floor((n - classes) / n * 1e4) / 1e4
+    side, left = ("training", n_train) if n_train < classes else ("validation", n_val)
+    raise ConfigError(
+        "data.val_fraction",
+        f"is {val_fraction}, which leaves {left} of the {n} digits for {side}, but a "
+        f"stratified split needs at least one of each of the {classes} classes on each side: "
+        f"give from {low:g} to {high:g}",
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,8 +164,10 @@ class DigitsDataModule(TensorDataModule):
 
     Args:
         batch_size: images per batch (per device under DDP), ``>= 1``.
-        val_fraction: share of images held out for validation, in ``(0, 1)``.
-        seed: seed of the split (not of the shuffling, which follows ``seed_everything``).
+        val_fraction: share of images held out for validation, in ``(0, 1)``, leaving each
+            side at least one image per class (0.0051 to 0.9944).
+        seed: seed of the split (not of the shuffling, which follows ``seed_everything``),
+            ``0`` to ``2**32 - 1``.
         num_workers: ``DataLoader`` worker processes on the fallback path, ``>= 0``.
         on_device: ``"auto"``, ``true`` or ``false``: keep the tensors on the trial's device
             (see :mod:`lightning_hpo.tensor_data`).
@@ -144,7 +192,11 @@ class DigitsDataModule(TensorDataModule):
         self.val_fraction = field_float(
             "data.val_fraction", val_fraction, low=0.0, high=1.0, low_open=True
         )
+        _digits_split_sizes(self.val_fraction)  # refused here, before any trial loads the data
         self.seed = field_int("data.seed", seed, minimum=0)
+        if self.seed > _MAX_SPLIT_SEED:
+            raise ConfigError("data.seed", f"is {seed}, but must be at most 2**32 - 1 "
+                              f"({_MAX_SPLIT_SEED}), the seeds scikit-learn's split takes")
         self.save_hyperparameters()
 
     def data_key(self) -> Hashable:
@@ -169,6 +221,48 @@ def _fashion_mnist_found(root: str) -> bool:
     return raw or legacy
 
 
+#: The IDX magic numbers of Fashion-MNIST's files: unsigned bytes in 3 dimensions (images) or 1
+#: (labels).
+_IDX_MAGIC = {3: 2051, 1: 2049}
+
+
+def _fashion_mnist_idx_problem(root: str) -> str | None:
+    """What makes torchvision's ``FashionMNIST(root)`` fail to read the four raw IDX files
+    (see :func:`_fashion_mnist_found`), from their headers and sizes alone (a few bytes
+    read): a file that is not IDX (of unsigned bytes), a size other than its header says (a
+    truncated copy), or not as many labels as images; None when there is nothing to say
+    (or torchvision reads the legacy ``processed`` files instead)."""
+    base = os.path.join(root, "FashionMNIST")
+    if all(os.path.isfile(os.path.join(base, "processed", name))
+           for name in ("training.pt", "test.pt")):
+        return None
+    names = iter(_FASHION_MNIST_FILES)
+    for images_name, labels_name in zip(names, names, strict=True):
+        counts = []
+        for name, dims, what in ((images_name, 3, "images"), (labels_name, 1, "labels")):
+            path, shown = os.path.join(base, "raw", name), f"FashionMNIST/raw/{name}"
+            header_size = 4 * (dims + 1)
+            try:
+                with open(path, "rb") as file:
+                    header = file.read(header_size)
+                size = os.path.getsize(path)
+            except OSError as error:
+                return f"cannot read {shown}: {error.strerror or error}"
+            if (len(header) < header_size
+                    or struct.unpack(">I", header[:4])[0] != _IDX_MAGIC[dims]):
+                return f"{shown} is not an IDX file of {what} (its header is not one)"
+            shape = struct.unpack(f">{dims}I", header[4:])
+            expected = header_size + math.prod(shape)
+            if size != expected:
+                return (f"{shown} has {size} bytes, but its header says {shape[0]} {what}, "
+                        f"{expected} bytes (a truncated copy?)")
+            counts.append(shape[0])
+        if counts[0] != counts[1]:
+            return (f"FashionMNIST/raw/{images_name} holds {counts[0]} images, but "
+                    f"{labels_name} {counts[1]} labels")
+    return None
+
+
 class FashionMNISTDataModule(TensorDataModule):
     """Fashion-MNIST (Xiao et al., 2017) through torchvision: 60,000 train and 10,000 test images.
 
@@ -188,7 +282,9 @@ class FashionMNISTDataModule(TensorDataModule):
             (see :mod:`lightning_hpo.tensor_data`).
 
     Raises:
-        ConfigError: ``data.root`` when the files are missing and ``download`` is false.
+        ConfigError: ``data.root`` when the files are missing and ``download`` is false,
+            or when they are there but torchvision could not read them (a truncated
+            copy: their headers and sizes are checked, a few bytes read).
 
     Example::
 
@@ -222,6 +318,10 @@ class FashionMNISTDataModule(TensorDataModule):
                 f"{root}/FashionMNIST/raw/train-images-idx3-ubyte ...); set data.download: true "
                 "on a machine with internet, or copy the four IDX files there",
             )
+        problem = _fashion_mnist_idx_problem(self.root) if _fashion_mnist_found(self.root) else None
+        if problem is not None:
+            raise ConfigError("data.root", f"cannot read the Fashion-MNIST files under "
+                              f"'{self.root}': {problem}")
 
     def _dataset(self, train: bool, download: bool) -> Any:
         from torchvision import datasets

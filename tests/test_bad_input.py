@@ -107,6 +107,26 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
                                               "limit_train_batches": 4, "limit_val_batches": 2}},
      [], "trainer.check_val_every_n_epoch: validates every 2 epochs, but trials train up to 3 "
          "(pruner.max_resource): the last epoch would not validate"),
+    # The space's end with the fewest batches binds: its count is the one to keep to (the
+    # low end's 45 was advised, then refused at the high end).
+    ("check-validation-beyond-the-fewest-batches",
+     {"trainer": {"max_epochs": 2, "val_check_interval": 50}}, ["--check"],
+     "trainer.val_check_interval: is 50, but an epoch has 12 training batches: give at most "
+     "12, or a fraction of an epoch (e.g. 0.5) (the space's high end, data.batch_size 128)"),
+    # A split scikit-learn's stratification refuses: --check said OK, every trial failed.
+    ("check-split-leaves-no-training", {"data": {"name": "digits", "val_fraction": 0.9995}},
+     ["--check"], "data.val_fraction: is 0.9995, which leaves 0 of the 1797 digits for "
+     "training, but a stratified split needs at least one of each of the 10 classes on each "
+     "side: give from 0.0051 to 0.9944"),
+    ("split-too-few-to-validate", {"data": {"name": "digits", "val_fraction": 0.001}}, [],
+     "data.val_fraction: is 0.001, which leaves 2 of the 1797 digits for validation, but a "
+     "stratified split needs at least one of each of the 10 classes on each side: give from "
+     "0.0051 to 0.9944"),
+    ("check-split-at-the-space-high-end",
+     {"space": {"lr": {"loguniform": [0.01, 1.0]}, "val_fraction": {"uniform": [0.2, 0.9995]}},
+      "initial": []}, ["--check"],
+     "space.val_fraction: the high end 0.9995 is refused: is 0.9995, which leaves 0 of the "
+     "1797 digits for training"),
     ("validation-interval-zero", {"trainer": {"max_epochs": 2, "val_check_interval": 0}}, [],
      "trainer.val_check_interval: is 0, but must be an integer >= 1 (batches)"),
     ("trainer-barebones", {"trainer": {"max_epochs": 2, "barebones": True}}, [],

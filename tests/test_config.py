@@ -908,8 +908,9 @@ def test_registry_trainer_takes_any_lightning_argument_the_launcher_does_not_own
      "(e.g. 0.5) (the space's high end, data.batch_size 128)"),
     ({"val_check_interval": 5, "limit_train_batches": 4}, "trainer.val_check_interval",
      "is 5, but an epoch has 4 training batches"),
+    # None at either end; 0.0222 (the low end's 45 batches) would leave none of the high end's
     ({"limit_train_batches": 0.01}, "trainer.limit_train_batches",
-     "is 0.01, which leaves none of an epoch's 45 training batches: give at least 0.0222"),
+     "is 0.01, which leaves none of an epoch's 12 training batches: give at least 0.0833"),
     ({"val_check_interval": 13, "check_val_every_n_epoch": None}, "trainer.val_check_interval",
      "is 13, but an epoch has 12 training batches, and with check_val_every_n_epoch: null the "
      "epochs between two validations would have no value to report"),
@@ -930,6 +931,90 @@ def test_trainer_values_lightnings_fit_would_refuse_in_every_trial_are_refused_f
         check_against_registry(cfg)
     assert info.value.field == field
     assert words in info.value.message
+
+
+@pytest.mark.parametrize(("space", "trainer", "field", "message"), [
+    # The low end (batch 32) has 45 batches an epoch and the high end 12: the advice said 45,
+    # and 45 was then refused at the high end.
+    ({"batch_size": {"randint": [32, 128]}}, {"val_check_interval": 50},
+     "trainer.val_check_interval",
+     "is 50, but an epoch has 12 training batches: give at most 12, or a fraction of an epoch "
+     "(e.g. 0.5) (the space's high end, data.batch_size 128)"),
+    ({"batch_size": {"randint": [32, 128]}}, {"val_check_interval": 13, "limit_train_batches": 0.5},
+     "trainer.val_check_interval",
+     "is 13, but an epoch has 6 training batches: give at most 6, or a fraction of an epoch "
+     "(e.g. 0.5) (the space's high end, data.batch_size 128)"),
+    # 360 validation images: 12 batches at the low end, 3 at the high end; both leave none.
+    ({"batch_size": {"randint": [32, 128]}}, {"limit_val_batches": 0.05},
+     "trainer.limit_val_batches",
+     "is 0.05, which leaves none of the 3 validation batches: give at least 0.333, or a number "
+     "of batches (an integer) (the space's high end, data.batch_size 128)"),
+    # Fewer training batches at the low end here (more images held out for validation).
+    ({"val_fraction": {"uniform": [0.1, 0.9]}}, {"val_check_interval": 20},
+     "trainer.val_check_interval",
+     "is 20, but an epoch has 3 training batches: give at most 3, or a fraction of an epoch "
+     "(e.g. 0.5) (the space's high end, data.val_fraction 0.9)"),
+])
+def test_a_batch_count_refusal_names_the_limit_at_the_end_with_the_fewest_batches(
+    space: dict[str, object], trainer: dict[str, object], field: str, message: str
+) -> None:
+    cfg = parse_config({**BASE, "pruner": "none",
+                        "space": {"lr": {"loguniform": [0.01, 1.0]}, **space},
+                        "trainer": {"max_epochs": 2, **trainer}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert (info.value.field, info.value.message) == (field, message)
+
+
+_SPLIT_NEEDS = ("but a stratified split needs at least one of each of the 10 classes on each "
+                "side: give from 0.0051 to 0.9944")
+
+
+@pytest.mark.parametrize(("data", "space", "field", "message"), [
+    ({"val_fraction": 0.9995}, {}, "data.val_fraction",
+     f"is 0.9995, which leaves 0 of the 1797 digits for training, {_SPLIT_NEEDS}"),
+    ({"val_fraction": 0.001}, {}, "data.val_fraction",
+     f"is 0.001, which leaves 2 of the 1797 digits for validation, {_SPLIT_NEEDS}"),
+    ({}, {"val_fraction": {"uniform": [0.0001, 0.5]}}, "space.val_fraction",
+     "the low end 0.0001 is refused: is 0.0001, which leaves 1 of the 1797 digits for "
+     f"validation, {_SPLIT_NEEDS}"),
+    ({}, {"val_fraction": {"uniform": [0.2, 0.9995]}}, "space.val_fraction",
+     "the high end 0.9995 is refused: is 0.9995, which leaves 0 of the 1797 digits for "
+     f"training, {_SPLIT_NEEDS}"),
+    ({"seed": 2**32}, {}, "data.seed",
+     "is 4294967296, but must be at most 2**32 - 1 (4294967295), the seeds scikit-learn's "
+     "split takes"),
+])
+def test_a_split_every_trial_would_fail_to_make_is_refused_by_the_check(
+    data: dict[str, object], space: dict[str, object], field: str, message: str
+) -> None:
+    """Every trial failed in setup; the check said OK (it built the module, loading nothing)."""
+    cfg = parse_config({**BASE, "data": {"name": "digits", **data},
+                        "space": {"lr": {"loguniform": [0.01, 1.0]}, **space}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert (info.value.field, info.value.message) == (field, message)
+
+
+def test_the_split_fractions_the_refusal_offers_pass_the_check() -> None:
+    cfg = parse_config({**BASE, "space": {"lr": {"loguniform": [0.01, 1.0]},
+                                          "val_fraction": {"uniform": [0.0051, 0.9944]}}})
+    assert check_against_registry(cfg) == []
+
+
+def test_unreadable_fashion_mnist_files_are_refused_by_the_check(
+    fashion_root: tuple[Path, object]
+) -> None:
+    root = fashion_root[0]
+    images = root / "FashionMNIST" / "raw" / "train-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:-1])
+    cfg = parse_config({**BASE, "data": {"name": "fashion_mnist", "root": str(root)}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert str(info.value) == (
+        f"data.root: cannot read the Fashion-MNIST files under '{root}': "
+        "FashionMNIST/raw/train-images-idx3-ubyte has 15695 bytes, but its header says 20 "
+        "images, 15696 bytes (a truncated copy?)")
 
 
 def test_every_trainer_value_the_fit_rules_allow_has_a_type_parse_config_takes() -> None:

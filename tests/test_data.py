@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import struct
 import subprocess
 import sys
 from collections import Counter
@@ -162,6 +163,69 @@ def test_digits_split_sizes(val_fraction: float, n_train: int, n_val: int) -> No
     datamodule = _digits(val_fraction=val_fraction)
     assert (len(datamodule.train_set), len(datamodule.val_set)) == (n_train, n_val)
     assert n_train + n_val == _NUM_DIGITS
+
+
+@pytest.mark.parametrize(
+    ("val_fraction", "words"),
+    [
+        pytest.param(0.9995, "leaves 0 of the 1797 digits for training", id="no-training"),
+        pytest.param(0.995, "leaves 8 of the 1797 digits for training", id="8-for-training"),
+        pytest.param(0.0001, "leaves 1 of the 1797 digits for validation", id="1-for-validation"),
+        pytest.param(0.001, "leaves 2 of the 1797 digits for validation", id="2-for-validation"),
+        pytest.param(0.005, "leaves 9 of the 1797 digits for validation", id="9-for-validation"),
+    ],
+)
+def test_a_split_the_stratification_refuses_is_refused_when_built(
+    val_fraction: float, words: str
+) -> None:
+    """Before, only ``setup`` (in every trial) found it, in scikit-learn's words: the config
+    check, which builds the module at both ends of the space without loading data, said OK."""
+    with pytest.raises(ConfigError) as info:
+        DigitsDataModule(val_fraction=val_fraction)  # no setup: nothing loaded
+    assert str(info.value) == (
+        f"data.val_fraction: is {val_fraction}, which {words}, but a stratified split needs at "
+        "least one of each of the 10 classes on each side: give from 0.0051 to 0.9944")
+
+
+@pytest.mark.parametrize("val_fraction", [0.0051, 0.5, 0.9944])
+def test_the_fractions_the_refusal_offers_split(val_fraction: float) -> None:
+    datamodule = _digits(val_fraction=val_fraction)
+    assert min(len(datamodule.train_set), len(datamodule.val_set)) >= 10
+
+
+def test_the_split_sizes_are_computed_as_scikit_learn_splits() -> None:
+    """The check computes the split's sizes without the data: the digits' size and classes,
+    and for fractions around both limits, the sizes scikit-learn's split makes (or that it
+    refuses the same ones)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    from lightning_hpo.data import _DIGITS_CLASSES, _DIGITS_SAMPLES, _digits_split_sizes
+
+    labels = load_digits().target
+    assert (len(labels), len(set(labels.tolist()))) == (_DIGITS_SAMPLES, _DIGITS_CLASSES)
+    indices = np.arange(len(labels))
+    fractions = [0.0001, 0.001, 0.005, 0.00501, 0.0050084, 0.0051, 0.2, 0.5, 0.9944, 0.99443,
+                 0.994436, 0.9945, 0.9995, 0.99999]
+    for fraction in fractions:
+        try:
+            train, val = train_test_split(indices, test_size=fraction, stratify=labels,
+                                          random_state=0)
+        except ValueError:
+            with pytest.raises(ConfigError):
+                _digits_split_sizes(fraction)
+        else:
+            assert _digits_split_sizes(fraction) == (len(train), len(val)), fraction
+
+
+def test_a_seed_the_split_cannot_take_names_the_seed() -> None:
+    """Before: every trial failed with 'data.val_fraction: is 0.2, too extreme for a stratified
+    split (The 'random_state' parameter ...)'."""
+    with pytest.raises(ConfigError) as info:
+        DigitsDataModule(seed=2**32)
+    assert str(info.value) == ("data.seed: is 4294967296, but must be at most 2**32 - 1 "
+                               "(4294967295), the seeds scikit-learn's split takes")
+    assert DigitsDataModule(seed=2**32 - 1).seed == 2**32 - 1
 
 
 def test_digits_split_is_stratified() -> None:
@@ -337,6 +401,44 @@ def test_fashion_mnist_missing_files_name_the_root(
     assert info.value.message.startswith(f"no Fashion-MNIST files under '{root}'")
     assert f"{root}/FashionMNIST/raw/train-images-idx3-ubyte" in info.value.message
     assert "data.download: true" in info.value.message
+
+
+def _cut(path: Path, keep: int) -> None:
+    path.write_bytes(path.read_bytes()[:keep])
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        pytest.param(lambda raw: _cut(raw / "train-images-idx3-ubyte", 15000),
+                     "FashionMNIST/raw/train-images-idx3-ubyte has 15000 bytes, but its header "
+                     "says 20 images, 15696 bytes (a truncated copy?)", id="truncated-images"),
+        pytest.param(lambda raw: _cut(raw / "t10k-labels-idx1-ubyte", 12),
+                     "FashionMNIST/raw/t10k-labels-idx1-ubyte has 12 bytes, but its header says "
+                     "10 labels, 18 bytes (a truncated copy?)", id="truncated-labels"),
+        pytest.param(lambda raw: (raw / "train-labels-idx1-ubyte").write_bytes(b"<html>" * 9),
+                     "FashionMNIST/raw/train-labels-idx1-ubyte is not an IDX file of labels (its "
+                     "header is not one)", id="not-idx"),
+        pytest.param(lambda raw: _cut(raw / "t10k-images-idx3-ubyte", 3),
+                     "FashionMNIST/raw/t10k-images-idx3-ubyte is not an IDX file of images (its "
+                     "header is not one)", id="shorter-than-a-header"),
+        pytest.param(lambda raw: (raw / "t10k-labels-idx1-ubyte").write_bytes(
+                         struct.pack(">II", 2049, 9) + bytes(9)),
+                     "FashionMNIST/raw/t10k-images-idx3-ubyte holds 10 images, but "
+                     "t10k-labels-idx1-ubyte 9 labels", id="fewer-labels"),
+    ],
+)
+def test_fashion_mnist_files_torchvision_cannot_read_are_refused_when_built(
+    fashion_root: tuple[Path, Any], damage: Any, words: str
+) -> None:
+    """Before, the module was built (the files are there) and every trial failed reading them
+    (a ConfigError or torchvision's bare AssertionError): the config check said OK."""
+    root = fashion_root[0]
+    damage(root / "FashionMNIST" / "raw")
+    with pytest.raises(ConfigError) as info:
+        FashionMNISTDataModule(root=str(root))  # headers and sizes only: nothing loaded
+    assert str(info.value) == (
+        f"data.root: cannot read the Fashion-MNIST files under '{root}': {words}")
 
 
 def test_fashion_mnist_download_must_be_bool(tmp_path: Path) -> None:

@@ -360,10 +360,20 @@ def test_a_truncated_fashion_mnist_file_names_the_root(
 ) -> None:
     root, _ = fashion_root
     images = root / "FashionMNIST" / "raw" / "train-images-idx3-ubyte"
-    images.write_bytes(images.read_bytes()[:5000])
+    whole = images.read_bytes()
+    images.write_bytes(whole[:5000])
+    with pytest.raises(ConfigError) as info:  # when built (the config check builds it)
+        FashionMNISTDataModule(root=str(root), batch_size=4)
+    assert info.value.field == "data.root"
+    assert info.value.message.startswith(f"cannot read the Fashion-MNIST files under '{root}': "
+                                         "FashionMNIST/raw/train-images-idx3-ubyte has 5000 bytes")
+    # Cut after the module was built: setup (torchvision reading it) says so.
+    images.write_bytes(whole)
+    datamodule = FashionMNISTDataModule(root=str(root), batch_size=4)
+    images.write_bytes(whole[:5000])
     with pytest.raises(ConfigError) as info:
-        FashionMNISTDataModule(root=str(root), batch_size=4).setup("fit")
+        datamodule.setup("fit")
     assert info.value.field == "data.root"
     assert info.value.message.startswith(
-        f"cannot read the Fashion-MNIST training files under '{root}' (truncated or not IDX?): "
-    )
+        f"cannot read the Fashion-MNIST files under '{root}': FashionMNIST/raw/"
+        "train-images-idx3-ubyte has 5000 bytes")

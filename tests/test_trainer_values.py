@@ -13,6 +13,7 @@ from lightning_hpo.launch.trainer_values import (
     ALLOWED,
     NEEDED,
     batch_count_refusal,
+    binding_refusal,
     fit_refusal,
     launcher_refusal,
     needs_batch_count,
@@ -168,3 +169,38 @@ def test_values_counted_in_batches_are_checked_against_an_epochs_batches(
             assert "give at most" in refused[1]
         else:
             assert f"give at least {1 / batches:.3g}" in refused[1]
+
+
+# Several data modules (a space's ends), each (training batches, validation batches): the index
+# of the one said, and the advice ("give at most 6"), which must hold at every end.
+BINDING_CASES: list[tuple[dict[str, Any], list[tuple[int | None, int | None]], int | None,
+                          str | None]] = [
+    ({"val_check_interval": 1000}, [(45, 12), (6, 2)], 1, "give at most 6,"),
+    ({"val_check_interval": 1000}, [(6, 2), (45, 12)], 0, "give at most 6,"),
+    ({"val_check_interval": 45}, [(45, 12), (6, 2)], 1, "give at most 6,"),  # only one end
+    ({"val_check_interval": 6}, [(45, 12), (6, 2)], None, None),
+    ({"val_check_interval": 1000}, [(None, None), (6, 2)], 1, "give at most 6,"),
+    ({"val_check_interval": 1000}, [(None, None), (None, None)], None, None),  # counts unknown
+    ({"val_check_interval": 1000}, [(6, 2), (6, 9)], 0, "give at most 6,"),  # the first of equals
+    ({"limit_train_batches": 0.01}, [(45, 12), (12, 3)], 1, "give at least 0.0833,"),
+    ({"limit_val_batches": 0.05}, [(12, 3), (45, 12)], 0, "give at least 0.333,"),
+    # Fewer validation batches where there are more training batches (val_fraction searched).
+    ({"limit_val_batches": 0.05}, [(3, 16), (45, 2)], 1, "give at least 0.5,"),
+    # Two fields refused: the one batch_count_refusal names first, at its binding end.
+    ({"limit_val_batches": 0.05, "val_check_interval": 10}, [(3, 16), (45, 2)], 1,
+     "give at least 0.5,"),
+]
+
+
+@pytest.mark.parametrize(("trainer", "counts", "index", "advice"), BINDING_CASES)
+def test_a_refusal_over_several_ends_gives_the_limit_that_binds(
+    trainer: dict[str, Any], counts: list[tuple[int | None, int | None]], index: int | None,
+    advice: str | None
+) -> None:
+    refused = binding_refusal(trainer, counts)
+    if index is None:
+        assert refused is None
+        return
+    assert refused is not None and refused[0] == index
+    assert (refused[1], refused[2]) == batch_count_refusal(trainer, *counts[index])
+    assert advice is not None and advice in refused[2]

@@ -905,7 +905,9 @@ def check_against_registry(cfg: Config) -> list[str]:
 
     Builds the model and the data module once at the low end and once at the high end of every
     range, so a fixed argument or a range the class refuses (``dropout_1: {uniform: [0, 1.5]}``)
-    is reported before anything runs, and builds the sampler once (a ``"package.module:Class"``
+    is reported before anything runs (a data module's batches are counted at both ends where
+    the Trainer's values need them, and a refusal is said at the end with the fewest: its limit
+    is the one to keep to), and builds the sampler once (a ``"package.module:Class"``
     sampler's ``ValueError`` or ``TypeError`` becomes a ``sampler`` error). Imports torch and
     Lightning (a few seconds); the launcher calls it once, before anything is written to the
     storage.
@@ -929,7 +931,7 @@ def check_against_registry(cfg: Config) -> list[str]:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
     from lightning_hpo.launch.trainer_values import (
-        batch_count_refusal,
+        binding_refusal,
         needs_batch_count,
         unvalidated_end,
         unvalidated_rungs,
@@ -961,6 +963,7 @@ def check_against_registry(cfg: Config) -> list[str]:
                 f"space.{name}", f"is not a hyperparameter of model {cfg.model} "
                 f"({', '.join(model_params)}) or data {cfg.data} ({', '.join(data_params)})"
             )
+    counted: list[tuple[str, int | None, int | None]] = []  # (which end, its batch counts)
     for end, label in ((0, "low"), (-1, "high")):
         values = {name: range_end(dist, end) for name, dist in cfg.space.items()}
         data_values = {k: v for k, v in values.items() if k in data_params}
@@ -977,10 +980,13 @@ def check_against_registry(cfg: Config) -> list[str]:
             raise
         if needs_batch_count(cfg.trainer):
             where = "".join(f", data.{k} {v!r}" for k, v in data_values.items())
-            refused = batch_count_refusal(cfg.trainer,
-                                          *_batch_counts(data, cfg.devices.per_trial))
-            if refused is not None:
-                raise ConfigError(refused[0], f"{refused[1]} (the space's {label} end{where})")
+            counted.append((f"the space's {label} end{where}",
+                            *_batch_counts(data, cfg.devices.per_trial)))
+    # Said at the end with the fewest batches: its limit is the one every trial keeps to.
+    refused = binding_refusal(cfg.trainer, [(train, val) for _, train, val in counted])
+    if refused is not None:
+        at, field, why = refused
+        raise ConfigError(field, f"{why} ({counted[at][0]})")
     logged = getattr(model_class(cfg.model), "LOGGED_METRICS", None)
     optional = getattr(model_class(cfg.model), "OPTIONAL_METRICS", None) or {}
     for index, (metric, _) in enumerate(cfg.objectives):

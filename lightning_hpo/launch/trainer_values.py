@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 __all__ = [
-    "ALLOWED", "NEEDED", "batch_count_refusal", "fit_refusal", "launcher_refusal",
-    "needs_batch_count", "unvalidated_end", "unvalidated_rungs",
+    "ALLOWED", "NEEDED", "batch_count_refusal", "binding_refusal", "fit_refusal",
+    "launcher_refusal", "needs_batch_count", "unvalidated_end", "unvalidated_rungs",
 ]
 
 
@@ -204,6 +204,39 @@ def batch_count_refusal(trainer: Mapping[str, Any], batches: int | None,
     return ("trainer.val_check_interval",
             f"is {interval}, but an epoch has {per_epoch} training batches{across}: give at "
             f"most {per_epoch}, or a fraction of an epoch (e.g. 0.5)")
+
+
+def binding_refusal(trainer: Mapping[str, Any], counts: Sequence[tuple[int | None, int | None]]
+                    ) -> tuple[int, str, str] | None:
+    """:func:`batch_count_refusal` over several data modules (the ends of a space), each
+    ``(batches, val_batches)`` in ``counts``: ``(index, field, why)`` of the one whose limit
+    binds, None when none is refused. A refusal at one end holds at every end with fewer
+    batches, and the fewest set the limit to keep to (``give at most 6``, not 45): of the first
+    field :func:`batch_count_refusal` names, the end with the fewest batches it counts
+    (validation batches for ``limit_val_batches``), the first of equals.
+
+    Example::
+
+        >>> index, field, why = binding_refusal({"val_check_interval": 50}, [(45, 12), (6, 2)])
+        >>> print(index, field, why)
+        1 trainer.val_check_interval is 50, but an epoch has 6 training batches: give at most
+        6, or a fraction of an epoch (e.g. 0.5)
+        >>> binding_refusal({"val_check_interval": 6}, [(45, 12), (6, 2)]) is None
+        True
+    """
+    order = ("trainer.limit_val_batches", "trainer.limit_train_batches",
+             "trainer.val_check_interval")
+    found = []
+    for index, (batches, val_batches) in enumerate(counts):
+        refused = batch_count_refusal(trainer, batches, val_batches)
+        if refused is not None:
+            counted = val_batches if refused[0] == "trainer.limit_val_batches" else batches
+            rank = order.index(refused[0]) if refused[0] in order else len(order)
+            found.append((rank, counted or 0, index, refused))
+    if not found:
+        return None
+    _, _, index, (field, why) = min(found, key=lambda item: item[:3])
+    return index, field, why
 
 
 def unvalidated_end(every: Any, max_epochs: int) -> str | None:
