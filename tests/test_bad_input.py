@@ -195,6 +195,10 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("check-unreachable-postgres",
      {"storage": f"postgresql+psycopg2://hpo:{SECRET}@127.0.0.1:1/db"}, ["--check"],
      "storage: cannot open postgresql+psycopg2://hpo:***@127.0.0.1:1/db: connection to server"),
+    ("check-unreachable-postgres-query-password",
+     {"storage": f"postgresql+psycopg2://hpo@127.0.0.1:1/db?password={SECRET}"}, ["--check"],
+     "storage: cannot open postgresql+psycopg2://hpo@127.0.0.1:1/db?password=***: connection "
+     "to server"),
     ("journal-named-as-a-database", {"storage": "runs/t.db"}, [],
      "storage: runs/t.db would be a new journal file (a plain path names one), but its name is "
      "an SQLite database's: give sqlite:///runs/t.db for SQLite"),

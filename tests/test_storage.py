@@ -158,6 +158,54 @@ def test_a_password_anywhere_in_a_url_is_masked(url: str, masked: str) -> None:
     assert "Sup3r" not in mask_text(f"could not connect to {url}: refused", url)
 
 
+@pytest.mark.parametrize(("spec", "text", "masked"), [
+    # the launcher masks a ConfigError's whole text again: the ": " after the spec stays
+    (f"sqlite:///runs/x.db?password={SECRET}",
+     f"storage: cannot open sqlite:///runs/x.db?password={SECRET}: no SQLite database at runs/x.db",
+     "storage: cannot open sqlite:///runs/x.db?password=***: no SQLite database at runs/x.db"),
+    (f"postgresql+psycopg2://hpo@db/s?password={SECRET}",
+     f"cannot open postgresql+psycopg2://hpo@db/s?password={SECRET}: refused, try again",
+     "cannot open postgresql+psycopg2://hpo@db/s?password=***: refused, try again"),
+    (f"postgresql://hpo@db/s?sslpassword={SECRET}&sslmode=require",
+     f"({SECRET}) at postgresql://hpo@db/s?sslpassword={SECRET}&sslmode=require; gone",
+     "(***) at postgresql://hpo@db/s?sslpassword=***&sslmode=require; gone"),
+    # two secrets in the query, each masked; a secret that ends in punctuation is masked whole
+    (f"postgresql://hpo@db/s?password={SECRET}&sslpassword=k3y",
+     f"at postgresql://hpo@db/s?password={SECRET}&sslpassword=k3y: no",
+     "at postgresql://hpo@db/s?password=***&sslpassword=***: no"),
+    (f"postgresql://hpo@db/s?password={SECRET}:",
+     f"open postgresql://hpo@db/s?password={SECRET}:: no",
+     "open postgresql://hpo@db/s?password=***: no"),
+    # a secret of another URL in the text (not the spec's): masked up to the punctuation
+    ("runs/a.journal", "proxy grpc://h:1?token=abc, then postgresql://u:pw@db/s: down.",
+     "proxy grpc://h:1?token=***, then postgresql://u:***@db/s: down."),
+])
+def test_mask_text_masks_the_secret_and_keeps_the_words_around_it(spec: str, text: str,
+                                                                  masked: str) -> None:
+    from lightning_hpo.storage import mask_text
+
+    assert mask_text(text, spec) == masked
+    assert SECRET not in masked and "k3y" not in masked
+
+
+@pytest.mark.parametrize(("spec", "start"), [
+    (f"sqlite:///never/made/x.db?password={SECRET}",
+     "storage: cannot open sqlite:///never/made/x.db?password=***: no SQLite database at "),
+    (f"postgresql+psycopg2://hpo@127.0.0.1:1/db?password={SECRET}",
+     "storage: cannot open postgresql+psycopg2://hpo@127.0.0.1:1/db?password=***: connection "),
+])
+def test_a_password_in_the_query_is_masked_with_the_separator_kept(spec: str,
+                                                                   start: str) -> None:
+    """The launcher prints ``mask_text(str(error), spec)``: masking twice keeps the ``": "``."""
+    from lightning_hpo.storage import mask_text
+
+    with pytest.raises(ConfigError) as caught:
+        open_storage(spec, create=False)
+    for message in (str(caught.value), mask_text(str(caught.value), spec)):
+        assert message.startswith(start), message
+        assert SECRET not in message
+
+
 def test_a_journal_whose_last_record_was_cut_short_is_mended_before_a_writer_appends(
     tmp_path: Path,
 ) -> None:
