@@ -33,6 +33,7 @@ from typing import Any, Literal, overload
 __all__ = [
     "EXIT_BAD_INPUT",
     "ConfigError",
+    "TrialsFailedError",
     "WorkerError",
     "argument_bool",
     "argument_int",
@@ -70,6 +71,29 @@ class ConfigError(ValueError):
 class WorkerError(RuntimeError):
     """A worker died where the launcher cannot go on without it (checking the config); the
     message names its pid, how it ended and its log. The CLI prints it as one line, exit 1."""
+
+
+class TrialsFailedError(RuntimeError):
+    """A run ran trials and every one of them ended FAIL: not bad input (the config passed its
+    checks), but nothing was learned. The message is the line the CLI prints before it exits
+    with code 1: how many failed and the first failure's reason, on one line.
+
+    Args:
+        message: the one line (:func:`lightning_hpo.launch.runner.all_failed`'s).
+        study: the study the trials are in (``error.study.trials`` holds each one's reason in
+            its ``user_attrs``), or None.
+
+    Example::
+
+        >>> error = TrialsFailedError("every trial of this run failed (1 of 1); the first, "
+        ...                           "trial 0: RuntimeError: boom")
+        >>> str(error), error.study
+        ('every trial of this run failed (1 of 1); the first, trial 0: RuntimeError: boom', None)
+    """
+
+    def __init__(self, message: str, study: Any = None) -> None:
+        super().__init__(message)
+        self.study = study
 
 
 # --- config fields: each returns the value (a plain Python number) or raises ConfigError ---

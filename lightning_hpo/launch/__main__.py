@@ -187,8 +187,8 @@ def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, start
               "were running keep their checkpoints: run the same command again once it is "
               "back", file=sys.stderr)
         return EXIT_STORAGE_LOST
-    if outcome.why.startswith("stopped by"):
-        return 128 + int(signal.Signals[outcome.why.split()[-1]])
+    if outcome.stopped_by is not None:
+        return 128 + int(outcome.stopped_by)
     if outcome.failed is not None:
         print(f"error: {outcome.failed}", file=sys.stderr)
         return EXIT_ALL_FAILED

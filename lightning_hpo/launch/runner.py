@@ -2,7 +2,10 @@
 
 ``python -m lightning_hpo.launch`` is a thin command line over :func:`launch`; both check
 everything (config, model and data, devices, storage, folders) before the study is created or
-changed, and raise :class:`~lightning_hpo.errors.ConfigError` naming the field.
+changed, and raise :class:`~lightning_hpo.errors.ConfigError` naming the field. Where the command
+exits non-zero after a run, :func:`run` raises: every trial failed
+(:class:`~lightning_hpo.errors.TrialsFailedError`, exit 1), or a signal stopped it (the signal is
+delivered again once the trials paused: Ctrl-C is a ``KeyboardInterrupt``, exit 130).
 
 Example::
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +36,7 @@ import optuna
 from optuna.trial import TrialState
 from rich.console import Console
 
-from lightning_hpo.errors import ConfigError, WorkerError
+from lightning_hpo.errors import ConfigError, TrialsFailedError, WorkerError
 from lightning_hpo.launch.changes import Changes
 from lightning_hpo.launch.cli_spec import DEFAULT_CLI, fit_command
 from lightning_hpo.launch.config import (
@@ -64,6 +68,19 @@ class Outcome:
     why: str
     failed: str | None = None
 
+    @property
+    def stopped_by(self) -> signal.Signals | None:
+        """The signal that stopped the run (``why`` is ``"stopped by SIGTERM"``), or None.
+
+        Example::
+
+            >>> Outcome(None, "stopped by SIGTERM").stopped_by, Outcome(None, "checked").stopped_by
+            (<Signals.SIGTERM: 15>, None)
+        """
+        if not self.why.startswith("stopped by "):
+            return None
+        return signal.Signals[self.why.split()[-1]]
+
 
 def run(
     config: Mapping[str, Any] | str | Path | None = None,
@@ -82,6 +99,17 @@ def run(
 
     Raises:
         ConfigError: bad input, naming the field; nothing was written to the study.
+        WorkerError: the worker checking the config died before it answered.
+        TrialsFailedError: the run ran trials and every one ended FAIL (the command's exit 1):
+            the message is the command's one line, ``"every trial of this run failed (3 of 3);
+            the first, trial 0: RuntimeError: ..."``, and ``error.study`` the study.
+        KeyboardInterrupt: Ctrl-C (SIGINT) stopped the run. SIGINT, SIGTERM and SIGUSR1 stop
+            it as they stop the command: the running trials pause at their last checkpoint
+            (running the same config again resumes them) and the summary is printed; then the
+            signal is delivered again to the handler the caller had, so SIGINT raises
+            ``KeyboardInterrupt`` and SIGTERM or SIGUSR1 end the process (their default) unless
+            the caller handles them. Where the caller's handler returns (or ignores the
+            signal), the study is returned.
 
     Example::
 
@@ -97,6 +125,10 @@ def run(
     console = Console(highlight=False, markup=False, soft_wrap=True)
     outcome = launch(cfg, console=console, mode="quiet" if quiet else "lines")
     assert outcome.study is not None
+    if outcome.stopped_by is not None:  # the supervisor held it back while the trials paused
+        signal.raise_signal(outcome.stopped_by)
+    if outcome.failed is not None:
+        raise TrialsFailedError(outcome.failed, outcome.study)
     return outcome.study
 
 
@@ -209,7 +241,10 @@ def launch(
         console.print(line)
     if cfg.cli is not None:
         console.print(_best_config(cfg, study))
-    return Outcome(study, why, None if why.startswith("stopped by") else all_failed(sup.rows))
+    outcome = Outcome(study, why)
+    if outcome.stopped_by is None:  # trials a signal paused have not failed
+        outcome = Outcome(study, why, all_failed(sup.rows))
+    return outcome
 
 
 def all_failed(rows: Mapping[int, TrialRow]) -> str | None:
