@@ -184,6 +184,8 @@ class RandomState(L.Callback):
     Example::
 
         >>> import random
+        >>> import lightning as L
+        >>> from lightning_hpo import RandomState
         >>> trainer = L.Trainer(callbacks=[RandomState()], logger=False)
         >>> checkpoint: dict = {}
         >>> _ = random.random()
@@ -299,6 +301,7 @@ class ResumeCheckpoint(Checkpoint):
 
     Example::
 
+        >>> from lightning_hpo import ResumeCheckpoint
         >>> checkpoint = ResumeCheckpoint("runs/t/resume.ckpt", every="rung", rungs=[1, 3, 9])
         >>> checkpoint.every_epoch, checkpoint.last
         (False, None)

@@ -174,6 +174,7 @@ class DigitsDataModule(TensorDataModule):
 
     Example::
 
+        >>> from lightning_hpo import DigitsDataModule
         >>> dm = DigitsDataModule(batch_size=128, seed=1)
         >>> dm.setup("fit")
         >>> len(dm.train_set), len(dm.val_set)
@@ -383,6 +384,7 @@ def build_datamodule(name: str, **kwargs: Any) -> LightningDataModule:
 
     Example::
 
+        >>> from lightning_hpo import build_datamodule
         >>> build_datamodule("digits", batch_size=128).batch_size
         128
     """

@@ -58,6 +58,7 @@ class ConfigError(ValueError):
 
     Example::
 
+        >>> from lightning_hpo import ConfigError
         >>> str(ConfigError("model", "refused:\\n  - model.momentum: is 5.0\\n  - other"))
         'model: refused: - model.momentum: is 5.0 - other'
     """

@@ -326,6 +326,8 @@ class LeNet(ImageClassifier):
 
     Example::
 
+        >>> import torch
+        >>> from lightning_hpo import LeNet
         >>> LeNet(lr=0.1)(torch.zeros(4, 1, 28, 28)).shape
         torch.Size([4, 10])
     """
@@ -381,6 +383,8 @@ class DropoutMLP(ImageClassifier):
 
     Example::
 
+        >>> import torch
+        >>> from lightning_hpo import DropoutMLP
         >>> DropoutMLP(num_hiddens_1=64, dropout_2=0.2)(torch.zeros(4, 1, 28, 28)).shape
         torch.Size([4, 10])
     """
@@ -436,6 +440,7 @@ def build_model(name: str, **hparams: Any) -> LightningModule:
 
     Example::
 
+        >>> from lightning_hpo import build_model
         >>> build_model("lightning_hpo.models:DropoutMLP", dropout_1=0.2).hparams.dropout_1
         0.2
     """

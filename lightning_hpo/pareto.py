@@ -120,6 +120,7 @@ def nondominated_fronts(
 
     Example::
 
+        >>> from lightning_hpo import nondominated_fronts
         >>> nondominated_fronts({0: (1, 1), 1: (1, 1), 2: (2, 2), 3: (float("nan"), 0)},
         ...                     (True, True))
         [[0, 1], [2]]
@@ -170,6 +171,7 @@ def pareto_order(points: Mapping[int, Point], minimize: Sequence[bool]) -> list[
 
     Example::
 
+        >>> from lightning_hpo import pareto_order
         >>> pareto_order({0: (0.0, 1.0), 1: (1.0, 0.0), 2: (0.5, 0.5), 3: (0.9, 0.9)},
         ...              (True, True))
         [0, 1, 2, 3]
@@ -238,6 +240,7 @@ def hypervolume(
 
     Example::
 
+        >>> from lightning_hpo import hypervolume
         >>> hypervolume([(1, 1)], reference=(2, 3), minimize=(True, True))
         2.0
         >>> hypervolume([(1, 2), (2, 1), (1.5, 1.5)], reference=(3, 3), minimize=(True, True))

@@ -270,6 +270,7 @@ class ASHAPruner(optuna.pruners.BasePruner):
     Example::
 
         >>> import optuna
+        >>> from lightning_hpo import ASHAPruner
         >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
         >>> def objective(trial: optuna.Trial) -> float:
         ...     lr = trial.suggest_float("lr", 1e-3, 1.0, log=True)
@@ -366,6 +367,7 @@ class HyperbandPruner(HyperbandBase):
     Example::
 
         >>> import optuna
+        >>> from lightning_hpo import HyperbandPruner
         >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
         >>> pruner = HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3)
         >>> pruner.n_brackets, pruner.bracket_levels(0), pruner.bracket_levels(3)

@@ -87,6 +87,7 @@ def rung_levels(
 
     Example::
 
+        >>> from lightning_hpo import rung_levels
         >>> rung_levels(1, max_resource=27, reduction_factor=3)
         [1, 3, 9, 27]
         >>> rung_levels(2, max_resource=10, reduction_factor=2)
@@ -168,6 +169,7 @@ def successive_halving_plan(
 
     Example::
 
+        >>> from lightning_hpo import successive_halving_plan
         >>> successive_halving_plan(2, max_resource=10, reduction_factor=2)
         [(2, 8), (4, 4), (8, 2), (10, 1)]
         >>> successive_halving_plan(1, max_resource=27, reduction_factor=3)

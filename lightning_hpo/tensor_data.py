@@ -174,6 +174,8 @@ class TensorBatches:
 
     Example::
 
+        >>> import torch
+        >>> from lightning_hpo import TensorBatches
         >>> batches = TensorBatches((torch.arange(10), torch.arange(10) * 2), batch_size=4)
         >>> [x.tolist() for x, _ in batches]
         [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]

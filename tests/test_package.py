@@ -1,7 +1,9 @@
-"""The public surface: what each name in ``__all__`` is, where it comes from, and light imports."""
+"""The public surface: what each name in ``__all__`` is, where it comes from, light imports, and
+that each one's docstring examples run as copied into a fresh interpreter."""
 
 from __future__ import annotations
 
+import doctest
 import importlib
 import importlib.metadata
 import subprocess
@@ -56,6 +58,31 @@ def test_each_public_name_is_its_modules_own_object(name: str) -> None:
     assert name in module.__all__, f"{name} is not public in {module.__name__}"
     assert getattr(lightning_hpo, name) is getattr(module, name)
     assert name in dir(lightning_hpo)
+
+
+@pytest.mark.parametrize("name", sorted(_SURFACE))
+def test_each_public_names_examples_import_what_they_use(name: str) -> None:
+    """Run in an empty namespace (``--doctest-modules`` runs them in their module's, where
+    ``torch`` or the name itself is defined already): an example copied into a fresh
+    interpreter, or read on its own, works as shown."""
+    tests = [test for test in doctest.DocTestFinder().find(
+        getattr(lightning_hpo, name), name, module=importlib.import_module(_SURFACE[name]),
+        globs={}) if test.examples]
+    for test in tests:
+        test.globs = {}
+        runner = doctest.DocTestRunner(
+            optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        report: list[str] = []
+        assert runner.run(test, out=report.append).failed == 0, "".join(report)
+
+
+def test_most_public_names_show_an_example() -> None:
+    """The test above is not empty: the names with a runnable example, as of writing."""
+    shown = {name for name in _SURFACE if any(
+        test.examples for test in doctest.DocTestFinder().find(
+            getattr(lightning_hpo, name), name,
+            module=importlib.import_module(_SURFACE[name]), globs={}))}
+    assert len(shown) >= 19, sorted(set(_SURFACE) - shown)
 
 
 def test_all_is_exactly_the_surface() -> None:

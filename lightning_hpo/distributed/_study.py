@@ -33,6 +33,7 @@ def is_follower() -> bool:
 
     Example::
 
+        >>> from lightning_hpo import is_follower
         >>> import os; os.environ.pop("LOCAL_RANK", None); is_follower()
         False
     """
@@ -174,6 +175,7 @@ def create_study(
 
     Example::
 
+        >>> from lightning_hpo import create_study
         >>> study = create_study(study_name="doc", direction="minimize")
         >>> study.optimize(lambda trial: trial.suggest_float("x", -1.0, 1.0) ** 2, n_trials=3)
         >>> type(study).__name__, len(study.trials)
