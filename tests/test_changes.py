@@ -728,7 +728,7 @@ def test_a_study_another_program_made_under_the_name_is_refused_untouched(
     tmp_path: Path,
 ) -> None:
     """A plain Optuna study of the same name: the launcher ran 0 trials and named its best
-    ("Best validation_error: 0.1456 ... with {'x': 0.1455}"), and with a larger n_trials
+    ("Best validation_error: 0.1456 ... with x=0.146"), and with a larger n_trials
     would have added its own to it."""
     import optuna
 

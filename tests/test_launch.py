@@ -452,28 +452,30 @@ def test_the_budget_stop_and_its_grace(
         assert took >= grace  # stopped mid-epoch only once the grace was over
 
 
-def _trial(state: TrialState, curve: dict[int, float], **attrs: Any) -> Any:
+def _trial(state: TrialState, curve: dict[int, float], lr: float = 0.1, **attrs: Any) -> Any:
     return optuna.trial.create_trial(
         state=state, value=curve[max(curve)] if state == TrialState.COMPLETE else None,
-        params={"lr": 0.1}, distributions={"lr": optuna.distributions.FloatDistribution(0.01, 1)},
+        params={"lr": lr}, distributions={"lr": optuna.distributions.FloatDistribution(0.01, 1)},
         intermediate_values=curve, user_attrs=attrs,
     )
 
 
 def test_the_summary_names_the_best_value_of_a_stopped_trial(tmp_path: Path) -> None:
     """The best value anywhere (any state, any epoch) is named beside the best COMPLETE trial,
-    saying that the study's budget stopped the trial that reached it; not when it is the same."""
+    saying that the study's budget stopped the trial that reached it; not when it is the same.
+    Parameters are rounded as the per-trial lines round them (the study keeps them whole)."""
     cfg = load_config(config_file(tmp_path))
     study = optuna.create_study(direction="minimize")
     study.add_trial(_trial(TrialState.COMPLETE, {1: 0.004, 2: 0.0009}, checkpoint="/c/0.ckpt"))
     study.add_trial(_trial(TrialState.PRUNED, {1: 0.003, 2: 0.0002, 3: 0.0004},
-                           stop_reason="wall-clock budget reached", checkpoint="/c/1.ckpt"))
+                           stop_reason="wall-clock budget reached", checkpoint="/c/1.ckpt",
+                           lr=0.0325003874457434))
     study.add_trial(_trial(TrialState.FAIL, {1: float("nan")}, fail_reason="boom"))
     lines = summary(cfg, study, None, "wall-clock budget reached")
-    assert "Best validation_error: 0.0009 (trial 0) with {'lr': 0.1}" in lines
+    assert "Best validation_error: 0.0009 (trial 0) with lr=0.1" in lines
     assert "Best checkpoint: /c/0.ckpt" in lines
     seen = lines.index("Best validation_error seen at any epoch: 0.0002 (trial 1 at epoch 2, "
-                       "stopped by the study's budget) with {'lr': 0.1}")
+                       "stopped by the study's budget) with lr=0.0325")
     assert lines[seen + 1] == "Its best checkpoint: /c/1.ckpt"
 
     alone = optuna.create_study(direction="minimize")
@@ -481,11 +483,12 @@ def test_the_summary_names_the_best_value_of_a_stopped_trial(tmp_path: Path) -> 
     lines = summary(cfg, alone, None, "all trials done")
     assert "No trial completed yet." in lines
     assert ("Best validation_error seen at any epoch: 0.3000 (trial 0 at epoch 2, PRUNED trial) "
-            "with {'lr': 0.1}") in lines
+            "with lr=0.1") in lines
 
-    study.add_trial(_trial(TrialState.COMPLETE, {1: 0.01, 2: 0.0001}))
+    study.add_trial(_trial(TrialState.COMPLETE, {1: 0.01, 2: 0.0001}, lr=0.12345678))
     lines = summary(cfg, study, None, "all trials done")
-    assert "Best validation_error: 0.0001 (trial 3) with {'lr': 0.1}" in lines
+    assert "Best validation_error: 0.0001 (trial 3) with lr=0.123" in lines
+    assert study.best_params == {"lr": 0.12345678}  # whole in the study, rounded in the line
     assert not any(line.startswith("Best validation_error seen") for line in lines)
 
 

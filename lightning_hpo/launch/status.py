@@ -65,6 +65,13 @@ def _clock(seconds: float) -> str:
 
 
 def _params(params: dict[str, Any]) -> str:
+    """``lr=0.0325 batch_size=171``: floats to 3 significant digits, as every line prints them.
+
+    Example::
+
+        >>> _params({"lr": 0.0325003874457434, "batch_size": 171, "activation": "relu"})
+        'lr=0.0325 batch_size=171 activation=relu'
+    """
     return " ".join(
         f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items()
     )
@@ -223,6 +230,11 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
     when it is better, saying whether the study's budget stopped that trial (it then ended
     PRUNED with its learning curve, see ``stop_reason``).
 
+    Parameters are printed as the per-trial lines print them, floats to 3 significant digits
+    (``with lr=0.0325 batch_size=171``); the full values are the study's (``study.best_params``),
+    in the report's ``trials.csv`` (its ``params_*`` columns), in the best checkpoint's
+    hyperparameters and, for a LightningCLI project, in ``best_config.yaml``.
+
     Example::
 
         for line in summary(cfg, study, None, "all trials done"):
@@ -256,7 +268,8 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
         best = study.best_trial
         best_value = best.value
         lines.append(
-            f"Best {cfg.metric}: {_fmt(best.value)} (trial {best.number}) with {best.params}"
+            f"Best {cfg.metric}: {_fmt(best.value)} (trial {best.number}) with "
+            f"{_params(best.params)}"
         )
         if best.user_attrs.get(ATTR.CHECKPOINT):
             lines.append(f"Best checkpoint: {best.user_attrs[ATTR.CHECKPOINT]}")
@@ -271,7 +284,7 @@ def summary(cfg: Config, study: optuna.Study, sup: Supervisor | None, why: str) 
                  else f"{record.status} trial")
         lines.append(
             f"Best {cfg.metric} seen at any epoch: {_fmt(value)} (trial {record.number} at epoch "
-            f"{epoch}, {whose}) with {record.params}"
+            f"{epoch}, {whose}) with {_params(record.params)}"
         )
         if record.attrs.get(ATTR.CHECKPOINT):
             lines.append(f"Its best checkpoint: {record.attrs[ATTR.CHECKPOINT]}")
