@@ -162,6 +162,16 @@ def _square(trial: optuna.Trial) -> float:
     return trial.suggest_float("x", -1.0, 1.0) ** 2
 
 
+def test_optimize_refuses_n_jobs_above_1_even_without_ddp() -> None:
+    """The README says so where create_study is introduced: the ranks train one trial at a
+    time together, so threads are refused before any trial starts (Optuna's own study takes
+    them)."""
+    study = hpo.create_study(direction="minimize")
+    with pytest.raises(ValueError, match=r"The value of `n_jobs` is 2, but must be `n_jobs == 1`"):
+        study.optimize(lambda trial: trial.suggest_float("x", 0.0, 1.0), n_trials=2, n_jobs=2)
+    assert study.trials == []
+
+
 def test_create_study_takes_a_journal_file_path(tmp_path: Path) -> None:
     """On main before the fix a string went to ``RDBStorage`` and a journal path was refused."""
     path = tmp_path / "runs" / "ddp.journal"  # its folder does not exist yet either

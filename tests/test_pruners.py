@@ -6,6 +6,7 @@ Values are written as *losses* (lower is better) and turned into the study's dir
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -79,6 +80,29 @@ def _trial(study: optuna.Study, direction: str, reports: list[tuple[int, float]]
 def _records(study: optuna.Study, direction: str) -> set[tuple[int, int, int, float]]:
     """Records as (bracket, rung, trial, loss)."""
     return {(b, r, t, _value(direction, v)) for b, r, t, v in rung_records(study)}
+
+
+# -- the signatures: Optuna's argument orders ----------------------------------------------
+
+
+def test_each_pruner_takes_positionally_what_its_optuna_counterpart_takes_in_that_order() -> None:
+    """HyperbandPruner(1, 27, 3) is Optuna's HyperbandPruner order; ASHAPruner's counterpart,
+    Optuna's SuccessiveHalvingPruner, takes (min_resource, reduction_factor): there
+    ``max_resource`` and ``reduction_factor`` are keyword-only, so ASHAPruner(1, 9, 3) is
+    refused rather than read as another ladder."""
+    def positional(cls: type) -> list[str]:
+        return [p.name for p in inspect.signature(cls).parameters.values()
+                if p.kind == p.POSITIONAL_OR_KEYWORD]
+
+    assert positional(HyperbandPruner) == positional(optuna.pruners.HyperbandPruner)[:3] == [
+        "min_resource", "max_resource", "reduction_factor"]
+    assert HyperbandPruner(1, 27, 3).bracket_levels(0) == HyperbandPruner(
+        min_resource=1, max_resource=27, reduction_factor=3).bracket_levels(0) == [1, 3, 9, 27]
+    assert positional(ASHAPruner) == positional(optuna.pruners.SuccessiveHalvingPruner)[:1] == [
+        "min_resource"]
+    with pytest.raises(TypeError, match="positional argument"):
+        ASHAPruner(1, 9, 3)  # type: ignore[misc]
+    assert ASHAPruner(1, max_resource=9, reduction_factor=3).levels == [1, 3, 9]
 
 
 # -- the ASHA rule, alone ------------------------------------------------------------------

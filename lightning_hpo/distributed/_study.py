@@ -165,6 +165,9 @@ def create_study(
     Takes Optuna's arguments. On global rank 0 it creates (or loads) the study and returns a
     :class:`DistributedStudy`; on the other ranks it touches no storage and returns a follower
     whose ``optimize`` trains rank 0's trials. See the module docstring for a full example.
+    Its ``optimize`` takes Optuna's arguments except ``n_jobs``, which must be 1 even without
+    DDP (rank 0's raises ``ValueError`` otherwise): for threads in one process, use Optuna's
+    own :func:`optuna.create_study`.
 
     ``storage`` is a storage object, None (in memory), or a spec as the launcher takes it: an
     RDB URL (``sqlite:///hpo.db``, ``postgresql://...``) or a journal file path
