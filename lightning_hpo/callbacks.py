@@ -83,8 +83,11 @@ class PruningCallback(L.Callback):
             (:func:`lightning_hpo.schema.objective_curve`; Optuna's ``trial.report`` refuses
             such a study) and the study's pruner decides on them: :class:`ASHAPruner` and
             :class:`HyperbandPruner` rank by Pareto fronts; Optuna's own pruners are refused
-            (they read only ``report``'s values), ``NopPruner`` never stops a trial. A value
-            logged once (a parameter count) stays in ``callback_metrics`` and counts every epoch.
+            when ``fit`` starts (they read only ``report``'s values), ``NopPruner`` never stops
+            a trial. A value logged once (a parameter count) stays in ``callback_metrics`` and
+            counts every epoch. An epoch before a monitored metric is first logged is not
+            reported (said once); a fit from scratch that never logs it raises
+            :class:`~lightning_hpo.errors.ConfigError` at its end, naming the metrics logged.
         resource: what a report's step counts, and so the pruner's ``min_resource`` and
             ``max_resource``: ``"epoch"`` (default; reported at the end of each epoch that
             validated) or ``"step"`` (reported at each validation, at ``trainer.global_step``,
@@ -131,6 +134,8 @@ class PruningCallback(L.Callback):
         self._last_step = 0  # the last step reported (resource="step")
         self._pid = os.getpid()  # a fit in processes started for it works on copies (spawn)
         self._skipped = False  # a validation that logged nothing new was not reported
+        self._judged: int | None = None  # the last step this fit's validations were looked at
+        self._from_start = True  # this fit trains from scratch (no checkpoint's steps)
         self._history: tuple[Any, int] | None = None  # (trial, last step reported), all fits
         self._seen: tuple[Any, ...] | None = None  # the monitored metrics' objects last reported
         self._fit_here = False  # a fit of this process ran this object's hooks
@@ -146,6 +151,8 @@ class PruningCallback(L.Callback):
         self._validated = False
         self._reported = self._validations = self._last_step = 0
         self._skipped = False
+        self._judged = None
+        self._from_start = True
         self._seen = None
         self._fit_here = True
         refusal: tuple[str, str] | None = None
@@ -153,7 +160,7 @@ class PruningCallback(L.Callback):
             if os.getpid() != self._pid:  # a copy, in a process the fit started (ddp_spawn)
                 _check_shared_storage(self.trial, trainer)
             _say_if_a_stopped_trial_completed()
-            refusal = self._monitor_refusal()  # before the first epoch trains, not after it
+            refusal = self._study_refusal()  # before the first epoch trains, not after it
             if refusal is None:
                 why = _note_resource(self.trial, self.resource)
                 refusal = None if why is None else ("resource", why)
@@ -162,18 +169,20 @@ class PruningCallback(L.Callback):
         if refusal is not None:
             raise ConfigError(*refusal)
 
-    def _monitor_refusal(self) -> tuple[str, str] | None:
+    def _study_refusal(self) -> tuple[str, str] | None:
         """``("monitor", why)`` when ``monitor`` names another number of metrics than the
-        study has objectives; None otherwise (and for a trial without a study)."""
+        study has objectives, ``("pruner", why)`` when the study has several and a pruner that
+        cannot rank them; None otherwise (and for a trial without a study)."""
         study = getattr(self.trial, "study", None)
         if study is None:
             return None
         objectives = len(study.directions)
-        if objectives == len(self._monitors):
-            return None
-        return ("monitor", f"names {len(self._monitors)} metric(s) {list(self._monitors)}, but "
-                f"study '{study.study_name}' has {objectives} objective(s): give one per "
-                "objective")
+        if objectives != len(self._monitors):
+            return ("monitor", f"names {len(self._monitors)} metric(s) {list(self._monitors)}, "
+                    f"but study '{study.study_name}' has {objectives} objective(s): give one "
+                    "per objective")
+        why = _pruner_refusal(study) if objectives > 1 else None
+        return None if why is None else ("pruner", why)
 
     def _check_same_trial_on_every_rank(self, trainer: L.Trainer,
                                         refusal: tuple[str, str] | None
@@ -196,6 +205,7 @@ class PruningCallback(L.Callback):
         """Refuse a fit of the trial this callback already reported for, from a step it
         reported (the loops are restored by now: a fit resumed from its checkpoint goes on).
         Every rank knows the same history: each raises, none waits for another."""
+        self._from_start = trainer.current_epoch == 0 and trainer.global_step == 0
         if self._history is None or self._history[0] is not self.trial:  # another trial
             return
         first = (trainer.current_epoch if self.resource == "epoch" else trainer.global_step) + 1
@@ -234,16 +244,18 @@ class PruningCallback(L.Callback):
         A validation that logged none of the monitored metrics anew (a model that logs them on
         some epochs only) is not reported, said once a fit: Lightning keeps the last value in
         ``callback_metrics``, the same tensor object, which would be reported again as this
-        step's. A metric logged once (a parameter count) beside others logged anew counts."""
+        step's. Nor is one before a monitored metric was first logged (the first epochs of a
+        model that logs it every second epoch): :meth:`on_train_end` fails a fit that never
+        logged it. A metric logged once (a parameter count) beside others logged anew counts."""
         metrics = trainer.callback_metrics
         current = tuple(metrics.get(name) for name in self._monitors)
-        if not metrics or (self._seen is not None
-                           and all(c is p for c, p in zip(current, self._seen, strict=True))):
+        self._judged = step
+        absent = [name for name, value in zip(self._monitors, current, strict=True)
+                  if value is None]
+        if absent or (self._seen is not None
+                      and all(c is p for c, p in zip(current, self._seen, strict=True))):
             if trainer.is_global_zero and not self._skipped:  # every rank skips alike
-                _logger.warning(
-                    "PruningCallback: trial %d: %s %d's validation logged nothing new for %s, "
-                    "so nothing was reported for it (said once a fit)",
-                    self.trial.number, self.resource, step, ", ".join(self._monitors))
+                self._say_skipped(trainer, step, absent)
             self._skipped = True
             return
         self._seen = current
@@ -270,9 +282,28 @@ class PruningCallback(L.Callback):
                              step, shown)
         trainer.should_stop = trainer.should_stop or should_prune
 
+    def _say_skipped(self, trainer: L.Trainer, step: int, absent: list[str]) -> None:
+        """Rank 0, once a fit: the validation at ``step`` was not reported."""
+        if not absent:
+            _logger.warning(
+                "PruningCallback: trial %d: %s %d's validation logged nothing new for %s, so "
+                "nothing was reported for it (said once a fit)",
+                self.trial.number, self.resource, step, ", ".join(self._monitors))
+            return
+        _logger.warning(
+            "PruningCallback: trial %d: by %s %d's validation %s was not logged yet (logged "
+            "metrics: %s), so nothing was reported for it; a fit that never logs it fails at "
+            "its end (said once a fit)", self.trial.number, self.resource, step,
+            ", ".join(absent), _names(trainer.callback_metrics))
+
     @override
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        """Every rank: fail a fit from scratch that validated but never logged a monitored
+        metric (rank 0 then says nothing more); rank 0: say what kept the pruner from judging."""
         global _hinted
+        never = self._never_logged(trainer)
+        if never is not None:
+            raise never
         if not trainer.is_global_zero:
             return
         if not self._reported and (trainer.current_epoch > 0 or trainer.global_step > 0):
@@ -315,27 +346,25 @@ class PruningCallback(L.Callback):
         pruner = study.pruner
         if isinstance(pruner, optuna.pruners.NopPruner):
             return False
-        if not getattr(pruner, "supports_several_objectives", False):
-            default = (" (Optuna's default when create_study is given no pruner)"
-                       if type(pruner) is optuna.pruners.MedianPruner else "")
-            raise ConfigError("pruner", f"is {type(pruner).__name__}, which cannot rank several "
-                              f"objectives{default}; use lightning_hpo.ASHAPruner or "
-                              "HyperbandPruner (or optuna.pruners.NopPruner)")
+        why = _pruner_refusal(study)  # refused when fit started; here for one swapped since
+        if why is not None:
+            raise ConfigError("pruner", why)
         frozen = storage_of(study).get_trial(trial_id_of(self.trial))
         return bool(pruner.prune(study, frozen))
 
-    def _read_metric(self, trainer: L.Trainer, name: str) -> float:
+    def _never_logged(self, trainer: L.Trainer) -> ConfigError | None:
+        """At the end of a fit from scratch that validated: the error for the first monitored
+        metric it never logged; None otherwise (a resumed fit's earlier one may have)."""
+        if self._judged is None or not self._from_start:
+            return None
         metrics = trainer.callback_metrics
-        if name not in metrics:
-            logged = ", ".join(sorted(metrics)) or "none"
-            when = (f"epoch {trainer.current_epoch + 1}" if self.resource == "epoch" else
-                    f"step {trainer.global_step}")
-            raise ConfigError(
-                "monitor",
-                f"'{name}' is not logged by the LightningModule (by {when}); logged metrics: "
-                f"{logged}",
-            )
-        value = float(metrics[name])
+        for name in self._monitors:
+            if name not in metrics:
+                return not_logged("monitor", name, metrics, f"{self.resource} {self._judged}")
+        return None
+
+    def _read_metric(self, trainer: L.Trainer, name: str) -> float:
+        value = float(trainer.callback_metrics[name])
         if not math.isfinite(value):
             _logger.warning("%s is %s at epoch %d", name, value, trainer.current_epoch + 1)
         return value
@@ -449,6 +478,40 @@ def _say_if_a_stopped_trial_completed() -> None:
                     "if it had trained every epoch: call pruning.raise_if_pruned() after "
                     "trainer.fit, and Optuna records such a trial PRUNED", number)
         _stopped[:] = running
+
+
+def not_logged(field: str, name: str, metrics: Any, when: str) -> ConfigError:
+    """The error for a metric ``name`` a fit was to log but did not, by ``when``: it lists
+    ``metrics``' names (``trainer.callback_metrics``), for the reader to see the right one.
+
+    Example::
+
+        >>> error = not_logged("monitor", "acc", {"loss": 0.5, "lr": 0.1}, "epoch 6")
+        >>> error.field
+        'monitor'
+        >>> print(error.message)
+        'acc' is not logged by the LightningModule (by epoch 6); logged metrics: loss, lr
+    """
+    return ConfigError(field, f"'{name}' is not logged by the LightningModule (by {when}); "
+                       f"logged metrics: {_names(metrics)}")
+
+
+def _names(metrics: Any) -> str:
+    """The logged metrics' names, sorted, for a message."""
+    return ", ".join(sorted(metrics)) or "none"
+
+
+def _pruner_refusal(study: Any) -> str | None:
+    """Why a study with several objectives cannot take its pruner (one that reads only
+    ``trial.report``'s values, which such a study refuses); None when it can."""
+    pruner = study.pruner
+    if (isinstance(pruner, optuna.pruners.NopPruner)
+            or getattr(pruner, "supports_several_objectives", False)):
+        return None
+    default = (" (Optuna's default when create_study is given no pruner)"
+               if type(pruner) is optuna.pruners.MedianPruner else "")
+    return (f"is {type(pruner).__name__}, which cannot rank several objectives{default}; use "
+            "lightning_hpo.ASHAPruner or HyperbandPruner (or optuna.pruners.NopPruner)")
 
 
 def _monitor_names(monitor: str | Sequence[str]) -> tuple[str, ...]:

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import lightning as L
 import optuna
@@ -140,6 +140,7 @@ def test_a_stopped_trial_still_running_is_looked_at_again_later(fresh_notice: No
 
 
 def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
+    """Never logged by the end of fit (one epoch here): the fit fails, naming what was."""
     trial = optuna.create_study().ask()
     with pytest.raises(ConfigError) as info:
         _fit(trial, epochs=1, monitor="val_acc")
@@ -152,17 +153,27 @@ def test_a_metric_that_is_not_logged_lists_the_logged_ones() -> None:
 
 
 class _EverySecondEpoch(L.LightningModule):
-    """Logs ``loss`` in the validation of even epochs (2, 4...) only, and nothing else."""
+    """Logs ``loss`` in the validation of even epochs (2, 4...) only, and nothing else; with
+    ``first=1``, of odd epochs (1, 3...); with ``train_loss``, that too, every training step.
+    Counts the training batches of every instance."""
 
-    def __init__(self) -> None:
+    trained = 0
+
+    def __init__(self, first: int = 2, train_loss: bool = False) -> None:
         super().__init__()
         self.layer = torch.nn.Linear(4, 1)
+        self.first = first
+        self.train_loss = train_loss
 
     def training_step(self, batch: Any, index: int) -> Any:
-        return self.layer(batch[0]).pow(2).mean()
+        _EverySecondEpoch.trained += 1
+        loss = self.layer(batch[0]).pow(2).mean()
+        if self.train_loss:
+            self.log("train_loss", loss)
+        return loss
 
     def validation_step(self, batch: Any, index: int) -> None:
-        if self.current_epoch % 2 == 1:
+        if (self.current_epoch + 1) % 2 == self.first % 2:
             self.log("loss", self.layer(batch[0]).pow(2).mean())
 
     def configure_optimizers(self) -> Any:
@@ -191,9 +202,79 @@ def test_a_validation_that_logged_nothing_is_not_reported(
     # Lightning keeps in callback_metrics
     values = study.trials[0].intermediate_values
     assert sorted(values) == [2, 4] and values[2] != values[4]
-    said = [r.getMessage() for r in caplog.records if "logged nothing new" in r.getMessage()]
-    assert said == [f"PruningCallback: trial {trial.number}: epoch 1's validation logged "
-                    "nothing new for loss, so nothing was reported for it (said once a fit)"]
+    said = [r.getMessage() for r in caplog.records if "nothing was reported" in r.getMessage()]
+    assert said == [f"PruningCallback: trial {trial.number}: by epoch 1's validation loss was "
+                    "not logged yet (logged metrics: none), so nothing was reported for it; a fit "
+                    "that never logs it fails at its end (said once a fit)"]
+
+
+def _every_second_epoch_objective(first: int, monitor: str = "loss",
+                                  resource: Literal["epoch", "step"] = "epoch") -> Any:
+    def objective(trial: optuna.Trial) -> float:
+        trial.suggest_float("x", 0.0, 1.0)
+        L.seed_everything(trial.number, verbose=False)
+        pruning = PruningCallback(trial, monitor=monitor, resource=resource)
+        fitter = L.Trainer(accelerator="cpu", max_epochs=6, logger=False,
+                           enable_checkpointing=False, enable_progress_bar=False,
+                           enable_model_summary=False, num_sanity_val_steps=0,
+                           callbacks=[pruning])
+        fitter.fit(_EverySecondEpoch(first, train_loss=True))
+        pruning.raise_if_pruned()
+        return fitter.callback_metrics["loss"].item()
+
+    return objective
+
+
+@pytest.mark.parametrize("first", [1, 2], ids=["odd-epochs", "even-epochs"])
+def test_a_metric_first_logged_after_the_first_validation_is_reported_where_logged(
+    caplog: pytest.LogCaptureFixture, direction: str, first: int,
+) -> None:
+    """Logged at epochs 2, 4, 6 only, the metric failed the trial at epoch 1 ("'loss' is not
+    logged by the LightningModule (by epoch 1); logged metrics: train_loss"), though at epochs
+    1, 3, 5 the epochs between were skipped: both are now reported where logged, the other
+    epochs skipped, said once."""
+    from lightning_hpo import ASHAPruner
+
+    study = optuna.create_study(direction=direction,
+                                pruner=ASHAPruner(1, max_resource=4, reduction_factor=2))
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.callbacks"):
+        study.optimize(_every_second_epoch_objective(first), n_trials=3)
+    trials = study.get_trials(deepcopy=False)
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}
+    logged = [1, 3, 5] if first == 1 else [2, 4, 6]
+    assert trials[0].state == TrialState.COMPLETE  # the first at every rung goes on
+    assert sorted(trials[0].intermediate_values) == logged
+    for trial in trials:
+        assert set(trial.intermediate_values) <= set(logged) and trial.intermediate_values
+    said = [r.getMessage() for r in caplog.records if "nothing was reported" in r.getMessage()]
+    # once a fit that trained an epoch without it (a trial pruned at epoch 1 of 1, 3, 5 did not)
+    skipped = [f"trial {t.number}:" for t in trials
+               if t.user_attrs.get("pruned_at_epoch", 6) >= 3 - first]
+    assert [message.split()[1:3] for message in said] == [n.split() for n in skipped]
+    assert said[0] == (
+        "PruningCallback: trial 0: by epoch 1's validation loss was not logged yet (logged "
+        "metrics: train_loss), so nothing was reported for it; a fit that never logs it fails "
+        "at its end (said once a fit)" if first == 2 else
+        "PruningCallback: trial 0: epoch 2's validation logged nothing new for loss, so nothing "
+        "was reported for it (said once a fit)")
+
+
+@pytest.mark.parametrize(("resource", "when"), [("epoch", "epoch 6"), ("step", "step 12")])
+def test_a_metric_never_logged_fails_the_trial_at_the_end_of_fit(
+    direction: str, resource: Literal["epoch", "step"], when: str,
+) -> None:
+    """A misspelt monitor of a model that logs on some epochs only: every epoch is skipped,
+    and the fit, at its end, fails the trial naming what the model did log."""
+    study = optuna.create_study(direction=direction, pruner=PruneAt(None))
+    _EverySecondEpoch.trained = 0
+    with pytest.raises(ConfigError) as info:
+        study.optimize(_every_second_epoch_objective(2, monitor="los", resource=resource),
+                       n_trials=1)
+    assert str(info.value) == (f"monitor: 'los' is not logged by the LightningModule (by {when}); "
+                               "logged metrics: loss, train_loss")
+    assert _EverySecondEpoch.trained == 12  # 6 epochs of 2 batches
+    (trial,) = study.get_trials(deepcopy=False)
+    assert trial.state == TrialState.FAIL and trial.intermediate_values == {}
 
 
 def test_a_second_fit_from_the_start_on_the_same_trial_is_refused() -> None:

@@ -189,19 +189,44 @@ def test_a_monitor_that_is_not_a_list_of_distinct_names_is_refused_at_once(
     assert str(info.value).startswith("monitor: is ")
 
 
+@pytest.mark.parametrize("directions", [TWO, ["maximize", "minimize"]],
+                         ids=["minimize", "maximize"])
 @pytest.mark.parametrize("pruner", [optuna.pruners.MedianPruner(),
                                     optuna.pruners.SuccessiveHalvingPruner()],
                          ids=["median", "successive-halving"])
-def test_an_optuna_pruner_in_a_multi_objective_study_is_a_config_error(
-    pruner: optuna.pruners.BasePruner
+def test_an_optuna_pruner_in_a_multi_objective_study_is_refused_before_an_epoch_trains(
+    pruner: optuna.pruners.BasePruner, directions: list[str]
 ) -> None:
-    study = _study(pruner, plan=PLAN[:1])
+    """It was refused at the first report: after epoch 1 trained, its values written."""
+    study = _study(pruner, directions, plan=PLAN[:1])
+
+    class Counted(TwoMetrics):
+        trained = 0
+
+        def training_step(self, batch: Any, batch_idx: int) -> Any:
+            Counted.trained += 1
+            return super().training_step(batch, batch_idx)
+
+    def objective(trial: optuna.Trial) -> Any:
+        model = Counted(width=trial.suggest_categorical("width", [1, 8]),
+                        quality=trial.suggest_float("quality", 0.0, 1.0))
+        pruning = PruningCallback(trial, monitor=MONITOR)
+        L.Trainer(accelerator="cpu", devices=1, callbacks=[pruning], **trainer_args()).fit(
+            model, datamodule=TinyData())
+        return 0.0, 0.0
+
     with pytest.raises(ConfigError) as info:
-        study.optimize(_objective(), n_trials=1)
+        study.optimize(objective, n_trials=1)
     assert info.value.field == "pruner"
-    assert str(info.value).startswith(f"pruner: is {type(pruner).__name__}, which cannot rank "
-                                      "several objectives")
-    assert "\n" not in str(info.value)
+    default = (" (Optuna's default when create_study is given no pruner)"
+               if type(pruner) is optuna.pruners.MedianPruner else "")
+    assert str(info.value) == (
+        f"pruner: is {type(pruner).__name__}, which cannot rank several objectives{default}; "
+        "use lightning_hpo.ASHAPruner or HyperbandPruner (or optuna.pruners.NopPruner)")
+    (trial,) = study.get_trials(deepcopy=False)
+    assert trial.state == TrialState.FAIL
+    assert ATTR.OBJECTIVE_VALUES not in trial.user_attrs  # nothing reported
+    assert Counted.trained == 0  # refused when fit starts, not after an epoch of training
 
 
 # -- DDP -----------------------------------------------------------------------------------

@@ -700,13 +700,18 @@ def test_check_names_the_project_config_its_classes_refuse(
 
 @pytest.mark.slow
 def test_a_metric_never_logged_fails_the_trial_naming_what_was_logged(project: Path) -> None:
+    """At its first epoch that validated: the launcher reads the metric at every such epoch
+    (a plain PruningCallback skips it there and fails the fit at its end)."""
     result = _launch(project, "--set", "metric=val_nope", "--set", "stop.n_trials=1",
                      "--set", "devices.count=1", "--set", "pruner.max_resource=3", *TINY)
     assert result.returncode == 1, _output(result)  # every trial of the run failed
     (trial,) = _study(project).get_trials(deepcopy=False)
     assert trial.state == TrialState.FAIL
     reason = trial.user_attrs[ATTR.FAIL_REASON]
-    assert "val_nope" in reason and "val_loss" in reason and "val_acc" in reason, reason
+    assert reason.startswith("ConfigError: metric: 'val_nope' is not logged by the "
+                             "LightningModule (by epoch 1); logged metrics: "), reason
+    assert "val_loss" in reason and "val_acc" in reason, reason
+    assert len(trial.user_attrs.get(ATTR.EPOCH_END_TIMES, [])) <= 1  # not 3 epochs
     assert result.stderr.strip() == (
         f"error: every trial of this run failed (1 of 1); the first, trial 0: {reason}")
     assert not (project / "runs" / STUDY / "best_config.yaml").exists()  # nothing COMPLETE

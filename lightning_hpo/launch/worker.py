@@ -59,7 +59,7 @@ from optuna.trial import TrialState
 
 from lightning_hpo._optuna import backend_of, set_user_attrs, storage_of, trial_id_of
 from lightning_hpo._scratch import scratch_prefix
-from lightning_hpo.callbacks import PruningCallback
+from lightning_hpo.callbacks import PruningCallback, not_logged
 from lightning_hpo.checkpointing import CheckpointWriteError, RandomState, ResumeCheckpoint
 from lightning_hpo.data import build_datamodule, datamodule_hyperparameters
 from lightning_hpo.distributed import is_follower
@@ -234,6 +234,8 @@ class _Progress(L.Callback):
         last epoch)."""
         validated, self._validated = self._validated, False
         epoch = trainer.current_epoch + 1
+        if validated:
+            self._check_logged(trainer, epoch)
         stop = False
         if trainer.is_global_zero:
             self.epoch_end_times.append(time.time())
@@ -246,6 +248,18 @@ class _Progress(L.Callback):
         if trainer.strategy.broadcast(stop, src=0):  # every DDP rank stops after this epoch
             self.budget_stop = f"{_Stop.budget}; stopped after epoch {epoch}"
             trainer.should_stop = True
+
+    def _check_logged(self, trainer: L.Trainer, epoch: int) -> None:
+        """Every rank, at the end of an epoch that validated: fail the trial when a metric of
+        the config is not logged (yet), naming what was. The launcher reads the metrics at
+        every such epoch, and its ModelCheckpoint would refuse the first one next with a message
+        of its own; the plain PruningCallback skips such an epoch and waits for the end of fit.
+        """
+        logged = trainer.callback_metrics
+        for index, metric in enumerate(self._metrics or [self._metric]):
+            if metric not in logged:
+                field = f"metric[{index}]" if self._metrics else "metric"
+                raise not_logged(field, metric, logged, f"epoch {epoch}")
 
     def _report(self, trainer: L.Trainer, epoch: int, validated: bool) -> None:
         """Rank 0: the epoch trained to the launcher, with its value (values) where it
