@@ -174,6 +174,13 @@ class _Mailbox:
             self.store.compare_set(_KEY.format("failed", index), "", record)
         self.store.add(_KEY.format("ended", index), 1)
 
+    def leave(self) -> None:
+        """A rank other than 0 leaves the job (its trial failed): it takes no more messages."""
+        self.store.add(_KEY.format("left", 0), 1)
+
+    def left(self) -> int:
+        return int(self.store.add(_KEY.format("left", 0), 0))
+
     def ended(self, index: int) -> int:
         return int(self.store.add(_KEY.format("ended", index), 0))
 
@@ -297,10 +304,10 @@ class LeaderChannel:
         ranks itself when it leaves, and one of them may be stuck in a collective of an
         interrupted trial.
 
-        With an error, waits (``wait``: not when the other ranks have left the job, after a
-        trial failed on one of them) until every other rank has taken it; a rank that does
-        not within :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so
-        the process group is destroyed to free it, and the wait is repeated once.
+        With an error, waits until every other rank has taken it (or has left the job, after
+        its trial failed: :meth:`FollowerChannel.leave`); a rank that does not within
+        :data:`ERROR_ACK_S` seconds waits in a collective that this rank left, so the process
+        group is destroyed to free it, and the wait is repeated once.
         """
         os.environ.pop(TRIAL_ENV, None)
         if not process_group_up():
@@ -320,7 +327,7 @@ class LeaderChannel:
 
         others = dist.get_world_size() - 1
         seq = self._post(["error", encode_error(error)])
-        if not wait or self._wait_acks(seq, others):
+        if self._wait_acks(seq, others):
             return
         _logger.warning("other ranks did not take rank 0's error within %.0f s (stuck in a "
                         "collective); destroying the process group to release them", ERROR_ACK_S)
@@ -332,7 +339,7 @@ class LeaderChannel:
         if cls._mailbox is None:
             return False
         deadline = time.monotonic() + seconds
-        while cls._mailbox.acks(seq) < expected:
+        while cls._mailbox.acks(seq) + cls._mailbox.left() < expected:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.01)
@@ -385,6 +392,8 @@ class FollowerChannel:
         messages are ``end`` then ``error``, or ``error``): a trial that raised here because
         rank 0 left the collective (it destroys its process group to free this rank) failed
         there first. None, reading nothing, otherwise."""
+        if not self._leader_here():
+            return None
         seq = self._next
         peeked = self._mailbox.peek(seq)
         if peeked is not None and peeked[0] == "end":
@@ -396,21 +405,40 @@ class FollowerChannel:
             self.receive()
         return decode_error(peeked[1])
 
+    def await_leader_error(self, seconds: float) -> BaseException | None:
+        """:meth:`leader_error`, waiting for it at most ``seconds``: after this rank's trial
+        raised and it told rank 0, rank 0 ends ``optimize`` with an error at once unless it
+        waits for this rank in a collective (then only this rank's exit frees it)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            error = self.leader_error()
+            if error is not None or time.monotonic() >= deadline:
+                return error
+            time.sleep(0.02)
+
     def report_end(self, index: int | None, error: BaseException | None) -> None:
         """Tell rank 0 that this rank ended trial ``index`` (failed, with ``error``); None
         (a rank 0 older than the trial index): nothing to say."""
-        if index is None:
+        if index is None or not self._leader_here():
             return
         rank = int(os.environ.get("RANK") or os.environ.get("LOCAL_RANK") or 0)
         self._mailbox.report_end(index, rank, error)
+
+    def leave(self) -> None:
+        """This rank leaves the job (its trial failed): rank 0 waits for it no more."""
+        if self._leader_here():
+            self._mailbox.leave()
+
+    def _leader_here(self) -> bool:
+        """Rank 0 and its mailbox are still there: a FileStore whose file is gone waits for
+        ever, so every read checks first."""
+        return os.getppid() == self._leader_pid and os.path.exists(self._mailbox.path)
 
     def receive(self) -> list[Any]:
         """The next message from rank 0, waiting as long as rank 0 lives."""
         pause = 0.001
         while True:
-            # A FileStore whose file is gone waits for ever: check that rank 0 and its mailbox
-            # are still there before each read.
-            if os.getppid() != self._leader_pid or not os.path.exists(self._mailbox.path):
+            if not self._leader_here():
                 raise RuntimeError("lightning_hpo: rank 0 exited; this rank stops too")
             message = self._mailbox.poll(self._next)
             if message is not None:

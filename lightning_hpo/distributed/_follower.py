@@ -32,6 +32,7 @@ import optuna
 from optuna.storages import BaseStorage
 
 from lightning_hpo.distributed._channel import (
+    ERROR_ACK_S,
     FollowerChannel,
     LeaderChannel,
     decode_error,
@@ -239,9 +240,11 @@ class FollowerStudy:
 
         After each trial this rank tells rank 0 how it ended here. A trial that raises here
         (not :class:`optuna.TrialPruned`) fails for every rank: this rank hands its error to
-        rank 0, prints it and leaves the job (:func:`_leave_the_job`), since rank 0 may wait
-        for it in a gradient all-reduce that only its exit ends; rank 0 records the trial FAIL
-        with this error and ends ``optimize`` with it.
+        rank 0, which records the trial FAIL with it and ends ``optimize`` with it, and this
+        rank raises the error rank 0 sends back. When none comes within
+        :data:`~lightning_hpo.distributed._channel.ERROR_ACK_S` seconds, rank 0 waits for this
+        rank in a collective (a gradient all-reduce) that only this rank's exit ends: it prints
+        its error and leaves the job (:func:`_leave_the_job`).
 
         Raises:
             What rank 0's ``optimize`` raised, when it ended with an exception.
@@ -270,11 +273,14 @@ class FollowerStudy:
             except optuna.TrialPruned:
                 pass
             except Exception as failure:  # the trial fails on every rank: rank 0 records it
-                first = channel.leader_error()
-                if first is not None:  # rank 0 failed first and left the collective: its error
+                channel.report_end(index, failure)
+                # Rank 0 answers with the error optimize ends with (this one, or its own when
+                # it failed first), unless it waits for this rank in a collective.
+                first = channel.await_leader_error(ERROR_ACK_S)
+                if first is not None:
                     message = ["error", encode_error(first)]
                     break
-                channel.report_end(index, failure)
+                channel.leave()
                 _leave_the_job(trial.number, failure)
             channel.report_end(index, None)
             message = channel.receive()

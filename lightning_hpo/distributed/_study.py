@@ -67,9 +67,7 @@ class DistributedStudy(optuna.Study):
                 "DistributedStudy: all ranks train one trial together."
             )
         channel = LeaderChannel()
-        # a failure that ends optimize, whatever `catch` says, and whether it was another rank's
-        # (that rank has left the job: nothing to wait for)
-        broken: list[tuple[BaseException, bool]] = []
+        broken: list[BaseException] = []  # a failure that ends optimize, whatever `catch` says
 
         def shared_objective(trial: optuna.trial.Trial) -> float | Sequence[float]:
             channel.begin_trial(trial.number, self.study_name)
@@ -95,10 +93,10 @@ class DistributedStudy(optuna.Study):
                 show_progress_bar=show_progress_bar,
             )
             if broken:  # caught by `catch`, but the ranks cannot go on together
-                raise broken[0][0]
+                raise broken[0]
         except BaseException as error:
             try:
-                channel.finish(error, wait=not (broken and broken[0][1]))
+                channel.finish(error)
             except Exception:  # a rank already gone (Lightning kills them on Ctrl-C): keep `error`
                 _logger.debug("could not tell the other ranks that optimize failed", exc_info=True)
             raise
@@ -106,7 +104,7 @@ class DistributedStudy(optuna.Study):
 
 
 def _end_or_stop(study: optuna.Study, end: EndOfTrial, number: int, error: Exception | None,
-                 broken: list[tuple[BaseException, bool]]) -> None:
+                 broken: list[BaseException]) -> None:
     """After trial ``number`` (rank 0's ``error``, if it raised): raise the error of another rank
     it failed on, which is the trial's reason (rank 0 only saw its process group break); and
     where a rank failed or is left in a collective, stop ``optimize`` on every rank after this
@@ -116,13 +114,13 @@ def _end_or_stop(study: optuna.Study, end: EndOfTrial, number: int, error: Excep
         if hasattr(failure, "add_note"):  # Python 3.11+
             failure.add_note(f"lightning_hpo: raised on rank {end.failed_rank} in trial {number}; "
                              "optimize ends on every rank")
-        broken.append((failure, True))
+        broken.append(failure)
         study.stop()
         if isinstance(failure, Exception):
             raise failure from error
         raise RuntimeError(f"rank {end.failed_rank}: {failure!r}") from error
     if error is not None and not end.ended:  # the others wait in a collective rank 0 left
-        broken.append((error, False))
+        broken.append(error)
         study.stop()
 
 
