@@ -163,9 +163,17 @@ def test_early_workers_start_held_and_abort_leaves_nothing(tmp_path: Path) -> No
     early.abort()  # twice is fine
 
 
-def _environ(pid: int) -> dict[str, str]:
-    data = Path(f"/proc/{pid}/environ").read_bytes()
-    return dict(item.split("=", 1) for item in data.decode().split("\0") if "=" in item)
+def _environ(pid: int, key: str = "LIGHTNING_HPO_WORKER", seconds: float = 10.0) -> dict[str, str]:
+    """Process ``pid``'s environment, once it holds ``key``: ``Popen`` returns when the child's
+    exec has passed its point of no return, a moment before the kernel sets up the new
+    environment (``/proc/PID/environ`` reads empty meanwhile; seen once under a CI run's load)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        data = Path(f"/proc/{pid}/environ").read_bytes()
+        found = dict(item.split("=", 1) for item in data.decode().split("\0") if "=" in item)
+        if key in found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.01)
 
 
 @pytest.mark.usefixtures("no_gpu")
@@ -295,7 +303,7 @@ def _our_workers(folder: Path) -> list[int]:
 def _worker_of_slot(folder: Path, slot: int) -> int | None:
     for pid in _our_workers(folder):
         try:
-            spec = json.loads(_environ(pid).get("LIGHTNING_HPO_WORKER", "{}"))
+            spec = json.loads(_environ(pid, seconds=1.0).get("LIGHTNING_HPO_WORKER", "{}"))
         except (OSError, ValueError):
             continue
         if spec.get("slot") == slot:
