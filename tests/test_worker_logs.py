@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch import _worker_logs
 from lightning_hpo.launch._worker_logs import LOCK_NAME, claim_log_dir, release_log_dir
 
@@ -137,3 +138,14 @@ def test_the_lock_is_not_inherited_by_the_workers(study_dir: Path) -> None:
     # and another open of it is refused the lock
     with open(folder / LOCK_NAME) as other, pytest.raises(BlockingIOError):
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_file_where_the_folder_goes_is_one_config_error(study_dir: Path) -> None:
+    """``workers`` is a file: the launcher printed a FileExistsError traceback."""
+    study_dir.mkdir(parents=True)
+    (study_dir / "workers").write_text("x")
+    with pytest.raises(ConfigError) as info:
+        claim_log_dir(study_dir)
+    assert info.value.field == "run_dir"
+    assert info.value.message == (f"cannot create {study_dir / 'workers'}: File exists "
+                                  "(a file of that name is there)")

@@ -35,6 +35,8 @@ import os
 import socket
 from pathlib import Path
 
+from lightning_hpo.errors import ConfigError
+
 __all__ = ["LOCK_NAME", "claim_log_dir", "release_log_dir"]
 
 #: The file a launcher holds locked while ``workers/`` is its log folder.
@@ -51,7 +53,8 @@ def claim_log_dir(study_dir: Path) -> tuple[Path, Path | None]:
     (None: it existed), for the caller to remove if the run is refused.
 
     Raises:
-        OSError: a folder that cannot be made (the launcher's folder checks say why).
+        ConfigError: ``run_dir: cannot create <folder>: ...``, a folder that cannot be made
+            (a file of that name is there, no permission).
     """
     key = study_dir.absolute()
     held = _claimed.get(key)
@@ -82,7 +85,12 @@ def release_log_dir(study_dir: Path) -> None:
 def _make(folder: Path) -> Path | None:
     """Make ``folder`` and its missing parents; the top one made, or None."""
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError("run_dir", f"cannot create {folder}: {error.strerror or error}"
+                          f"{' (a file of that name is there)' if folder.is_file() else ''}"
+                          ) from None
     return missing[-1] if missing else None
 
 
