@@ -724,6 +724,31 @@ def test_a_study_without_a_stored_config_is_not_compared(tmp_path: Path) -> None
                             open_storage(cfg.storage)) is None  # no such study
 
 
+@pytest.mark.parametrize("stopped_after", ["create_study", "stored_config"])
+def test_a_study_its_creator_left_without_a_queue_is_queued_as_new_with_its_initial(
+    tmp_path: Path, stopped_after: str
+) -> None:
+    """Ctrl-C between creating the study and writing its queue (one write, all or none) left
+    it without trials. The next run topped the budget up with empty tickets and never queued
+    ``initial``, and a study stopped before its config was stored was never compared again."""
+    import optuna
+
+    cfg = _journal_cfg(tmp_path)
+    study = optuna.create_study(study_name="t", storage=open_storage(cfg.storage))
+    if stopped_after == "stored_config":
+        study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
+    study, created = open_study(cfg, open_storage(cfg.storage))
+    assert not created
+    assert [t.system_attrs["fixed_params"] for t in study.get_trials(deepcopy=False)] == [
+        {"lr": 0.1, "batch_size": 64}, {}, {}]
+    assert json.loads(study.user_attrs[CONFIG_ATTR]) == stored_config(cfg)
+    # Queued once: the next run finds trials and adds nothing.
+    again, _ = open_study(cfg, open_storage(cfg.storage))
+    assert len(again.get_trials(deepcopy=False)) == 3
+    with pytest.raises(ConfigError, match="asha -> sync_sh"):  # compared from now on
+        open_study(_journal_cfg(tmp_path, "pruner.name=sync_sh"), open_storage(cfg.storage))
+
+
 def test_a_study_another_program_made_under_the_name_is_refused_untouched(
     tmp_path: Path,
 ) -> None:

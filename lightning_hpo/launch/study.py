@@ -19,8 +19,10 @@ whatever the number of launchers. Resuming with a larger ``n_trials`` tops the q
 tickets) is written in one storage write (:func:`~lightning_hpo._optuna.enqueue_trials`): Ctrl-C
 while it is written leaves all of it or none, never a part (Optuna deletes no trial, and a part
 of a mistyped budget would hold the study to it: ``stop.n_trials`` is bounded too,
-:data:`~lightning_hpo.launch.config.MAX_N_TRIALS`). A run stopped by its wall-clock budget leaves
-its unclaimed tickets WAITING: they are the queue the next run takes.
+:data:`~lightning_hpo.launch.config.MAX_N_TRIALS`). A study left without trials (its creator
+stopped between creating it and writing its queue) is set up again as a new one by the next
+launcher: its config stored, its ``initial`` configurations queued. A run stopped by its
+wall-clock budget leaves its unclaimed tickets WAITING: they are the queue the next run takes.
 
 **An edited config.** Resuming (or joining from another machine) with a config that changes how
 trials are trained, sampled or compared (another pruner, metric, space...) is refused before
@@ -70,7 +72,9 @@ def open_study(
     """Create the study, or load it when it exists; returns ``(study, created)``.
 
     With ``queue`` the creator enqueues the initial configurations and the ticket budget, and a
-    loader tops the budget up to ``stop.n_trials``.
+    loader tops the budget up to ``stop.n_trials``. A loaded study without trials, whose
+    creator was stopped before it wrote the queue, is queued as a new one (``initial``
+    included, its config stored when it has none); ``created`` is still False for it.
 
     Raises:
         ConfigError: when an existing study was created with a config that this one changes in
@@ -87,11 +91,14 @@ def open_study(
     with study_lock(cfg, storage, "setup"):
         # Compared again: a study another launcher created meanwhile, with its own config.
         study, created = _create_or_load(cfg, storage, sampler, pruner, compare=True)
-        if created:
+        # A study without trials was never queued: the one who created it was stopped (Ctrl-C)
+        # before its queue was written, which is written all or none. Set up as a new one.
+        fresh = created or not study.get_trials(deepcopy=False)
+        if fresh and CONFIG_ATTR not in study.user_attrs:
             study.set_user_attr(CONFIG_ATTR, json.dumps(stored_config(cfg), default=str))
         if cfg.pruner.pauses:
             _note_schedule(study, cfg)
-        _enqueue(study, storage, queue_of(cfg, study, created))
+        _enqueue(study, storage, queue_of(cfg, study, fresh))
     return study, created
 
 
