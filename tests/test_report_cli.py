@@ -73,6 +73,38 @@ def test_bad_study_is_one_line_exit_2(
 
 
 @pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(["--bogus"], "error: unrecognized arguments: --bogus (the options: "
+                     "--storage URL, --study NAME, --out DIR, --top N, --compare STUDY ..., "
+                     "--best-config PATH, --trial N; --help explains them)", id="unknown-flag"),
+        pytest.param(["--storage"], "error: storage: needs a value (--storage URL)",
+                     id="missing-value"),
+        pytest.param(["--storage", "x.journal", "--compare"],
+                     "error: compare: needs a value or more (--compare STUDY ...)",
+                     id="missing-values"),
+        pytest.param(["--top", "0"], "error: top: must be at least 1, not 0", id="bad-top"),
+        pytest.param(["--trial", "x"], "error: trial: must be a whole number, not 'x'",
+                     id="bad-int"),
+        pytest.param(["postgresql://hpo:s3cret-pw@db/studies"],
+                     "error: unrecognized arguments: postgresql://hpo:***@db/studies (the "
+                     "options:", id="url-without-flag-masked"),
+    ],
+)
+def test_a_bad_argument_is_one_line_exit_2_without_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    """argparse printed its usage block and "python -m lightning_hpo.report: error: ...", and
+    the password of a URL given without --storage."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(expected) and captured.err.count("\n") == 1, captured.err
+    assert "s3cret" not in captured.err and not captured.out
+
+
+@pytest.mark.parametrize(
     "spec",
     [
         pytest.param("postgresql+psycopg2://hpo:s3cret-pw@127.0.0.1:1/studies",

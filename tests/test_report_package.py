@@ -20,7 +20,8 @@ REPORT_DIR = Path(__file__).resolve().parents[1] / "lightning_hpo" / "report"
 STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo._rung_store",
                 "lightning_hpo._rung_vectors", "lightning_hpo.errors", "lightning_hpo.pareto",
                 "lightning_hpo.rungs", "lightning_hpo.schema", "lightning_hpo.storage",
-                "lightning_hpo._lazy"}  # the last: names imported on first use (no I/O)
+                "lightning_hpo._lazy",  # names imported on first use (no I/O)
+                "lightning_hpo._cli"}  # the CLI tools' argument parser (refusals in one line)
 
 
 def _package_imports(path: Path) -> list[tuple[str, str | None]]:

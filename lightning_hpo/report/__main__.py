@@ -12,9 +12,9 @@ trials and the hypervolume (with its reference point) in place of the best value
 pareto.png, hypervolume.png and one learning_curves_<metric>.png per objective; --compare
 compares such studies by hypervolume, with one reference point shared by all of them.
 
-Bad input (unreachable storage, unknown or empty study, a study with one objective compared with
-one with several) prints one line naming the field, with any password masked, and exits with
-code 2.
+Bad input (an unknown flag or a bad value, unreachable storage, unknown or empty study, a study
+with one objective compared with one with several) prints one line naming the field, with any
+password masked, and exits with code 2.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from lightning_hpo._cli import OneLineParser
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.storage import mask, mask_text
 
@@ -40,7 +41,7 @@ _STYLE = {"COMPLETE": "green", "PRUNED": "yellow", "FAIL": "red", "RUNNING": "cy
 
 
 def _positive(text: str) -> int:
-    """``--top N``: a whole number of rows, at least 1 (argparse prints the refusal, exit 2).
+    """``--top N``: a whole number of rows, at least 1 (the parser prints the refusal, exit 2).
 
     Example::
 
@@ -70,8 +71,8 @@ def _config_path(text: str) -> Path:
     return path / "best_config.yaml" if folder else path
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="python -m lightning_hpo.report",
         description="Report on an Optuna study, ours or any other: a table of the best trials,\n"
         "counts by state, the best value reported at any epoch of any trial and the best\n"
