@@ -151,6 +151,27 @@ def test_a_plain_optuna_study_without_steps_or_params_reads_without_empty_words(
     assert "device-h" not in compute, compute
 
 
+def test_the_default_folder_of_any_study_name_is_its_own_under_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    """A study named ".." was reported into the current folder itself (reports/..), and
+    "étude-β 🚀" into reports/_tude-_ (any accented name lost its letters), with matplotlib's
+    "Glyph 128640 missing from font" warning on stderr."""
+    spec = str(tmp_path / "names.journal")
+    for name in ("..", "étude-β 🚀"):
+        plain = optuna.create_study(study_name=name, storage=open_storage(spec))
+        plain.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    monkeypatch.chdir(tmp_path)
+    for name, folder in (("..", "_.."), ("étude-β 🚀", "étude-β_")):
+        assert main(["--storage", spec, "--study", name]) == 0
+        assert f"Wrote reports/{folder}/: trials.csv" in capsys.readouterr().out
+        assert (tmp_path / "reports" / folder / "trials.csv").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["names.journal", "reports"]
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["_..", "étude-β_"]
+    assert not [w for w in recwarn if "missing from font" in str(w.message)]
+
+
 def test_help_shows_an_example() -> None:
     result = subprocess.run([sys.executable, "-m", "lightning_hpo.report", "--help"],
                             capture_output=True, text=True, timeout=60)

@@ -3,15 +3,19 @@ files."""
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
+from typing import Any
 
 import _report_support
 import optuna
 import pandas as pd
 import pytest
 from _report_support import EPOCH_S, PNGS, SCENARIO, SETUP_S, T0, _png_shape
+from matplotlib.figure import Figure
 
 from lightning_hpo._rung_store import rung_records
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.report import write_report
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
@@ -37,3 +41,39 @@ def test_write_report_files_match_the_study(study: optuna.Study, tmp_path: Path)
     for name in PNGS:
         height, width, channels = _png_shape(paths[name])
         assert 900 <= width <= 1600 and 250 <= height <= 900 and channels in (3, 4), name
+
+
+def test_a_folder_that_fills_up_mid_report_is_left_without_any_of_its_files(
+    study: optuna.Study, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CSVs were written and the second plot cut short before the error: a report in
+    pieces, with an empty or half PNG beside files of the new study, the earlier report's
+    replaced in part."""
+    earlier = tmp_path / "earlier"
+    kept = {name: path.read_bytes() for name, path in write_report(study, earlier).items()}
+    real, saved = Figure.savefig, []
+
+    def disk_full(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> None:
+        saved.append(fname)
+        if len(saved) % 2 == 0:  # the second plot of each report: half a file, then ENOSPC
+            Path(fname).write_bytes(b"\x89PNG\r\n")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", disk_full)
+    for out in (tmp_path / "new", earlier):
+        with pytest.raises(ConfigError, match=r"^out: cannot write to .*: No space left"):
+            write_report(study, out)
+    assert list((tmp_path / "new").iterdir()) == []
+    assert {path.name: path.read_bytes() for path in earlier.iterdir()} == kept
+
+
+def test_an_out_folder_under_a_file_says_which_file(
+    study: optuna.Study, tmp_path: Path
+) -> None:
+    """It said "cannot create x: File exists", of a path that was not there to be created."""
+    (tmp_path / "x").write_text("")
+    for out in ("x", "x/sub"):
+        with pytest.raises(ConfigError, match=rf"^out: cannot create {tmp_path}/{out}: "
+                           rf"{tmp_path}/x is a file, not a folder$"):
+            write_report(study, tmp_path / out)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -214,10 +213,6 @@ def _paused_words(trial: Any) -> str:
     return f"trial {trial.number}{at}{why}"
 
 
-def _safe(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
-
-
 def _report(args: argparse.Namespace, console: Console) -> None:
     import pandas as pd
 
@@ -232,6 +227,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
         trials_frame,
         write_report,
     )
+    from lightning_hpo.report.files import safe_name
 
     if args.storage is None:
         raise ConfigError("storage", "is required: --storage URL (or a journal file path)")
@@ -242,7 +238,7 @@ def _report(args: argparse.Namespace, console: Console) -> None:
 
         best_config = write_best_config(study, args.best_config, args.trial)
     snap = StudySnapshot.read(study)
-    out = args.out or Path("reports") / _safe(snap.info.name)
+    out = args.out or Path("reports") / safe_name(snap.info.name)
     paths = write_report(snap, out)
     info, summary, trials = snap.info, summarize(snap), trials_frame(snap)
     pruning = (f", {info.pruner} rungs {', '.join(map(str, info.rungs))} {info.units}"
@@ -332,13 +328,14 @@ def _report(args: argparse.Namespace, console: Console) -> None:
 
 def _compare(args: argparse.Namespace, console: Console) -> None:
     from lightning_hpo.report import Comparison, load_ref, summarize, write_compare
+    from lightning_hpo.report.files import safe_name
 
     if args.study is not None:
         raise ConfigError("study", "cannot be combined with --compare (list the studies there)")
     comparison = Comparison.of([load_ref(ref, args.storage) for ref in args.compare])
     snaps = comparison.snapshots
     metrics = {s.info.metric for s in snaps.values()}
-    out = args.out or Path("reports") / _safe("compare_" + "_vs_".join(snaps))
+    out = args.out or Path("reports") / safe_name("compare_" + "_vs_".join(snaps))
     paths = write_compare(comparison, out)
     if comparison.several:
         _compare_hypervolumes(comparison, console)

@@ -3,15 +3,20 @@
 Both writers take what they report on already read or not (a study or its
 :class:`~lightning_hpo.report.StudySnapshot`; studies or a
 :class:`~lightning_hpo.report.Comparison`), create the output folder when it is missing, and
-turn a folder that cannot be written into :class:`~lightning_hpo.errors.ConfigError` ``out``.
+turn a folder that cannot be written into :class:`~lightning_hpo.errors.ConfigError` ``out``;
+the files are moved into place once all are written, so a folder that fills up mid-way is left
+with none of them (an earlier report there stays whole).
 :func:`write_report` has an example.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import warnings
 from pathlib import Path
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from lightning_hpo.errors import ConfigError
@@ -97,7 +102,7 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
             figures["hypervolume.png"] = plot_hypervolume(hv, info, until_s=until_s)
         if not curves.empty:
             for k, metric in enumerate(info.metrics):
-                figures[f"learning_curves_{_safe(metric)}.png"] = plot_learning_curves(
+                figures[f"learning_curves_{safe_name(metric)}.png"] = plot_learning_curves(
                     curves, info, trials=trials, objective=k)
     else:
         inc = incumbent_frame(snap)
@@ -117,17 +122,7 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
         figures["rungs.png"] = plot_rungs(curves, info, rungs, trials)
     if segments["slot"].notna().any():
         figures["timeline.png"] = plot_timeline(trials, info, curves, segments)
-    paths: dict[str, Path] = {}
-    try:
-        for name, frame in tables.items():
-            paths[name] = out / name
-            frame.to_csv(paths[name], index=False)
-        for name, fig in figures.items():
-            paths[name] = out / name
-            fig.savefig(paths[name])
-    except OSError as error:
-        raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
-    return paths
+    return _write_files(out, tables, figures)
 
 
 def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[str, Path]:
@@ -167,15 +162,7 @@ def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[st
         long, name = comparison.incumbents, "incumbents.csv"
         fig = plot_compare(long, comparison.info)
     out = _out_dir(out_dir)
-    paths = {"compare.csv": out / "compare.csv", name: out / name,
-             "compare.png": out / "compare.png"}
-    try:
-        pairs.to_csv(paths["compare.csv"], index=False)
-        long.to_csv(paths[name], index=False)
-        fig.savefig(paths["compare.png"])
-    except OSError as error:
-        raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
-    return paths
+    return _write_files(out, {"compare.csv": pairs, name: long}, {"compare.png": fig})
 
 
 def _out_dir(out_dir: str | Path) -> Path:
@@ -183,10 +170,49 @@ def _out_dir(out_dir: str | Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise ConfigError("out", f"cannot create {path}: {blocker} is a file, not a "
+                              "folder") from None
         raise ConfigError("out", f"cannot create {path}: {error.strerror or error}") from None
     return path
 
 
-def _safe(name: str) -> str:
-    """A metric's name as part of a file name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+def _write_files(out: Path, tables: dict[str, pd.DataFrame],
+                 figures: dict[str, Figure]) -> dict[str, Path]:
+    """Write the CSV ``tables`` and PNG ``figures`` into ``out``, each under a temporary name
+    first and all of them moved into place at the end: a folder that fills up or refuses a
+    file mid-way is left with none of this report's files, not some of them or one cut short
+    (an earlier report's files there stay whole). File name -> path."""
+    staged: dict[str, Path] = {}
+    try:
+        with warnings.catch_warnings():  # a study or metric name in a glyph the font lacks
+            warnings.filterwarnings("ignore", message="Glyph .* missing from font",
+                                    category=UserWarning)
+            for name, frame in tables.items():
+                staged[name] = out / f".{name}.{os.getpid()}.tmp"
+                frame.to_csv(staged[name], index=False)
+            for name, fig in figures.items():
+                staged[name] = out / f".{name}.{os.getpid()}.tmp"
+                fig.savefig(staged[name], format="png")
+        for name, temporary in staged.items():
+            os.replace(temporary, out / name)
+    except OSError as error:
+        for temporary in staged.values():
+            temporary.unlink(missing_ok=True)
+        raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
+    return {name: out / name for name in staged}
+
+
+def safe_name(name: str) -> str:
+    """A name (a metric's, a study's) as a file or folder name: letters of any script, digits,
+    ``.``, ``-`` and ``_`` kept, the rest ``_``; never ``.`` or ``..`` (the folder itself, or
+    the one above it).
+
+    Example::
+
+        >>> safe_name("val/loss"), safe_name("étude-β 🚀"), safe_name("..")
+        ('val_loss', 'étude-β_', '_..')
+    """
+    safe = re.sub(r"[^\w.-]+", "_", name)
+    return safe if safe.strip(".") else f"_{safe}"
