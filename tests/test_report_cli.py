@@ -50,6 +50,24 @@ def test_compare_cli_takes_names_and_name_at_storage(
     assert load_ref(f"four@{other}").study_name == "four"
 
 
+def test_compare_with_a_study_that_reports_no_epoch_shows_no_ratio_of_epochs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain Optuna study reaches the other's best having spent 0 epochs (it reports none):
+    its ratio of epochs has no value, which the table showed as "-x"."""
+    spec = str(tmp_path / "s.journal")
+    make_launcher_study(spec, "asha", running=False)
+    plain = optuna.create_study(study_name="plain", storage=open_storage(spec))
+    plain.optimize(lambda trial: 0.001, n_trials=2)
+    assert main(["--storage", spec, "--compare", "asha", "plain",
+                 "--out", str(tmp_path / "cmp")]) == 0
+    stdout = capsys.readouterr().out
+    row = next(line for line in stdout.splitlines()
+               if line.startswith("│ plain ") and "asha's" in line)
+    assert row.split("│")[5].strip().startswith("0 (vs ") and row.split("│")[6].strip() == "-"
+    assert "-x" not in stdout
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [

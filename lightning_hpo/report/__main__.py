@@ -127,6 +127,13 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def _times(ratio: float | None) -> str:
+    """``1.13x``; ``-`` where there is no ratio (a study that reached its target having spent
+    no epoch: one that reports none)."""
+    shown = _fmt(ratio, 3)
+    return shown if shown == "-" else f"{shown}x"
+
+
 def _duration(seconds: float | None) -> str:
     if seconds is None or seconds != seconds:
         return "-"
@@ -405,8 +412,8 @@ def _pairs_table(pairs: Any, what: str, target_column: str, units: str = "epochs
         table.add_row(
             row["study"], target,
             f"{_duration(row['time_s'])} (vs {_duration(row['target_time_s'])})",
-            f"{_fmt(row['time_speedup'], 3)}x",
-            f"{row['epochs']} (vs {row['target_epochs']})", f"{_fmt(row['epochs_speedup'], 3)}x",
+            _times(row["time_speedup"]),
+            f"{row['epochs']} (vs {row['target_epochs']})", _times(row["epochs_speedup"]),
         )
     return table
 
