@@ -23,3 +23,29 @@ def test_load_takes_the_only_study_and_names_fields(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_ref("only")  # a bare name and no storage
     assert caught.value.field == "storage"
+
+
+@pytest.mark.parametrize(
+    ("inserted", "expected"),
+    [
+        pytest.param(b'{"op_code": 4, "worker_id": "w", "study_id": 0', "Expecting ',' "
+                     "delimiter on line 4 (a record cut short", id="record-cut-short"),
+        pytest.param(b"{}", "line 4 is not a journal record (", id="json-not-a-record"),
+        pytest.param(b"[1, 2]", "line 4 is not a journal record (", id="json-list"),
+    ],
+)
+def test_a_journal_with_a_bad_line_inside_names_that_line(
+    tmp_path: Path, inserted: bytes, expected: str
+) -> None:
+    """It said "Expecting ',' delimiter: line 1 column 48" (a position in the bad line, not in
+    the file), or "cannot open t.journal: 'op_code'" for a line of JSON that is no record."""
+    path = tmp_path / "t.journal"
+    make_launcher_study(str(path), "demo")
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:3], inserted + b"\n", *lines[3:]]))
+    before = path.read_bytes()
+    with pytest.raises(ConfigError) as caught:
+        load(str(path))
+    assert str(caught.value).startswith(f"storage: {path} is not a valid Optuna journal file: "
+                                        f"{expected}"), caught.value
+    assert path.read_bytes() == before

@@ -603,11 +603,33 @@ def _open_journal(path: Path, spec: str, *, writer: bool = False) -> JournalStor
             _cut_partial_tail(path, spec)
     try:
         return JournalStorage(JournalFileBackend(str(path), lock_obj=OwnedJournalLock(str(path))))
-    except ValueError as error:  # a line that does not parse, or a last line cut short
-        reason = " ".join(str(error).split())[:200]
-        raise ConfigError(
-            "storage", f"{mask(spec)} is not a valid Optuna journal file: {reason}"
-        ) from None
+    except (ValueError, KeyError, TypeError, IndexError) as error:  # a line replay refused
+        raise ConfigError("storage", f"{mask(spec)} is not a valid Optuna journal file: "
+                          f"{_replay_refusal(path, error)}") from None
+
+
+def _replay_refusal(path: Path, error: BaseException) -> str:
+    """Why Optuna's replay refused a journal, naming the line: the JSON parser's own position
+    (``line 1 column 1``) is within that line, and a line that is JSON but not a record fails
+    replay with a bare ``KeyError: 'op_code'``.
+
+    Example::
+
+        >>> import tempfile
+        >>> journal = Path(tempfile.mkdtemp()) / "t.journal"
+        >>> _ = journal.write_text('{"op_code": 0}\\ngarbage\\n{"op_code": 0}\\n')
+        >>> _replay_refusal(journal, json.JSONDecodeError("Expecting value", "garbage", 0))
+        'Expecting value on line 2 (a record cut short by a process killed while it wrote, ...)'
+    """
+    with path.open("rb") as handle:
+        bad = next((number for number, line in enumerate(handle, start=1)
+                    if line.endswith(b"\n") and not _is_journal_record(line)), None)
+    if bad is None:
+        return " ".join(str(error).split())[:200]
+    why = "a record cut short by a process killed while it wrote, or the file edited"
+    if isinstance(error, json.JSONDecodeError):
+        return f"{error.msg} on line {bad} ({why})"
+    return f"line {bad} is not a journal record ({why})"
 
 
 def _cut_partial_tail(path: Path, spec: str) -> Path | None:
