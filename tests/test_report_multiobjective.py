@@ -52,6 +52,7 @@ from lightning_hpo.report import (
 )
 from lightning_hpo.report.__main__ import main
 from lightning_hpo.schema import CONFIG_ATTR
+from lightning_hpo.storage import open_storage
 
 #: Final values' fronts (COMPLETE trials): 3 is behind 0.
 FRONT = {0: 0, 1: 0, 3: 1, 5: 0}
@@ -336,6 +337,10 @@ def test_compare_by_hypervolume_with_one_shared_reference_point(
                      id="different-metrics"),
         pytest.param("accuracy", "error: compare: the studies optimise in different directions",
                      id="different-directions"),
+        # it said "different directions (mo: minimize/minimize, three: minimize/minimize/...)"
+        pytest.param("three", "error: compare: the studies have different numbers of objectives "
+                     "(mo: validation_error, latency_ms; three: value_0, value_1, value_2)",
+                     id="three-objectives-and-two"),
     ],
 )
 def test_compare_of_studies_that_do_not_compare_is_one_line_exit_2(
@@ -345,6 +350,10 @@ def test_compare_of_studies_that_do_not_compare_is_one_line_exit_2(
     make_mo_study(spec, "mo", scenario=MO_SCENARIO[:2])
     if other == "single":
         make_launcher_study(spec, other, running=False, waiting=0)
+    elif other == "three":
+        three = optuna.create_study(study_name=other, storage=open_storage(spec),
+                                    directions=["minimize"] * 3)
+        three.optimize(lambda trial: (0.1, 0.2, 0.3), n_trials=2)
     elif other == "params":
         make_mo_study(spec, other, scenario=MO_SCENARIO[:2],
                       metrics=("validation_error", "params"))

@@ -176,6 +176,10 @@ class Comparison:
             which = ", ".join(f"{k}: {s.info.units}" for k, s in snaps.items())
             raise ConfigError("compare", f"the studies count their compute in different units "
                               f"({which}); the epochs they spent do not compare with steps")
+        if len({len(s.info.metrics) for s in snaps.values()}) > 1:
+            which = "; ".join(f"{k}: {', '.join(s.info.metrics)}" for k, s in snaps.items())
+            raise ConfigError("compare", f"the studies have different numbers of objectives "
+                              f"({which}); they do not compare")
         if len({s.info.directions for s in snaps.values()}) > 1:
             which = ", ".join(f"{k}: {'/'.join(s.info.directions)}" for k, s in snaps.items())
             raise ConfigError("compare", f"the studies optimise in different directions ({which})")
