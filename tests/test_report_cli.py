@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import optuna
 import pandas as pd
@@ -23,6 +24,7 @@ from _report_support import (
     make_open_segment_study,
     make_paused_study,
 )
+from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
 from lightning_hpo._rung_store import rung_records
@@ -188,6 +190,32 @@ def test_the_default_folder_of_any_study_name_is_its_own_under_reports(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["names.journal", "reports"]
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["_..", "étude-β_"]
     assert not [w for w in recwarn if "missing from font" in str(w.message)]
+
+
+def test_ctrl_c_while_writing_is_one_line_exit_130_and_leaves_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It printed KeyboardInterrupt's traceback, and left the CSVs written so far."""
+    spec = str(tmp_path / "s.journal")
+    make_launcher_study(spec, "demo", running=False)
+    real, saved = Figure.savefig, []
+
+    def interrupted(self: Figure, *args: Any, **kwargs: Any) -> None:
+        saved.append(args)
+        if len(saved) == 2:
+            raise KeyboardInterrupt
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", interrupted)
+    out = tmp_path / "rep"
+    try:
+        code = main(["--storage", spec, "--out", str(out)])
+    except KeyboardInterrupt:  # not let through: it would stop the test session
+        pytest.fail("Ctrl-C went through main() as KeyboardInterrupt")
+    assert code == 130
+    captured = capsys.readouterr()
+    assert captured.err == "stopped by SIGINT\n" and not captured.out
+    assert list(out.iterdir()) == []
 
 
 def test_help_shows_an_example() -> None:

@@ -12,6 +12,7 @@ trials and the hypervolume (with its reference point) in place of the best value
 pareto.png, hypervolume.png and one learning_curves_<metric>.png per objective; --compare
 compares such studies by hypervolume, with one reference point shared by all of them.
 
+Ctrl-C prints one line and exits with code 130; the files are written whole or not at all.
 Bad input (an unknown flag or a bad value, unreachable storage, unknown or empty study, a study
 with one objective compared with one with several) prints one line naming the field, with any
 password masked, and exits with code 2.
@@ -23,6 +24,7 @@ import argparse
 import logging
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -446,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
             message = mask_text(message, spec)
         print(f"error: {' '.join(message.split())}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C while reading, drawing or writing: no traceback
+        print("stopped by SIGINT", file=sys.stderr)
+        return 128 + int(signal.SIGINT)
     return 0
 
 

@@ -11,6 +11,7 @@ with none of them (an earlier report there stays whole).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import warnings
@@ -198,9 +199,11 @@ def _write_files(out: Path, tables: dict[str, pd.DataFrame],
         for name, temporary in staged.items():
             os.replace(temporary, out / name)
     except OSError as error:
-        for temporary in staged.values():
-            temporary.unlink(missing_ok=True)
         raise ConfigError("out", f"cannot write to {out}: {error.strerror or error}") from None
+    finally:  # an error or Ctrl-C: no temporary file left behind
+        for temporary in staged.values():
+            with contextlib.suppress(OSError):
+                temporary.unlink(missing_ok=True)
     return {name: out / name for name in staged}
 
 
