@@ -258,3 +258,22 @@ def test_rung_records_of_a_paused_trial_say_paused(tmp_path: Path) -> None:
     assert [tuple(p) for p in paused.get_offsets()] == [(3.0, 0.01)]
     assert _points(fig, "running") == 0
     assert [t.get_text() for t in fig.axes[0].texts][1] == "6 in, 3 on, 1 paused"
+
+
+def test_a_plain_optuna_study_using_the_launchers_attr_names_for_its_own_values() -> None:
+    """``slot``, ``host``, ``device`` and ``fail_reason`` are plain names a study of its own may
+    use: a text slot raised "invalid literal for int() with base 10: 'gpu-a'" from pandas, a
+    list for a host "unhashable type: 'list'"; they are not the launcher's, so not shown."""
+    plain = optuna.create_study()
+
+    def objective(trial: optuna.Trial) -> float:
+        own = {"slot": "gpu-a", "host": ["node1", "node2"], "device": {"kind": "cuda"},
+               "fail_reason": ["none"]}
+        for name, value in own.items():
+            trial.set_user_attr(name, value)
+        return trial.suggest_float("x", 0.0, 1.0)
+
+    plain.optimize(objective, n_trials=2)
+    trials = trials_frame(plain)
+    assert trials[["slot", "host", "device", "fail_reason"]].isna().all(axis=None)
+    assert summarize(plain)["slots"] == 0

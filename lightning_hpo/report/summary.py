@@ -35,7 +35,7 @@ from typing import Any
 from lightning_hpo.pareto import hypervolume
 from lightning_hpo.report.info import StudyInfo
 from lightning_hpo.report.snapshot import STATES, STATUSES, Source, StudySnapshot, TrialRecord
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, as_count, as_text
 
 __all__ = ["limitations", "summarize"]
 
@@ -100,8 +100,8 @@ def summarize(source: Source) -> dict[str, Any]:
         done = next(t for t in snap.trials if t.number == number)
     ends = [t.busy_until(snap.horizon) for t in snap.trials]
     t0 = snap.t0
-    slots = {(t.attrs.get(ATTR.HOST), t.attrs.get(ATTR.SLOT))
-             for t in snap.trials if t.attrs.get(ATTR.SLOT) is not None}
+    slots = {(as_text(t.attrs.get(ATTR.HOST)), as_count(t.attrs.get(ATTR.SLOT)))
+             for t in snap.trials if as_count(t.attrs.get(ATTR.SLOT)) is not None}
     slots |= {(s.host, s.slot) for t in snap.trials for s in t.segments if s.slot is not None}
     device_seconds = sum(t.device_seconds or 0.0 for t in snap.trials)
     return {

@@ -76,7 +76,7 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.report.fronts import HypervolumeTrace, TrialFronts
 from lightning_hpo.report.info import StudyInfo
 from lightning_hpo.report.snapshot import Observation, Source, StudySnapshot, TrialRecord
-from lightning_hpo.schema import ATTR
+from lightning_hpo.schema import ATTR, as_count, as_text
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -221,16 +221,16 @@ def trials_frame(source: Source) -> pd.DataFrame:
             "end_time": trial.end,
             "start_s": None if trial.start is None or t0 is None else trial.start - t0,
             "end_s": None if trial.end is None or t0 is None else trial.end - t0,
-            "slot": attrs.get(ATTR.SLOT),
-            "host": attrs.get(ATTR.HOST),
-            "device": attrs.get(ATTR.DEVICE),
+            "slot": as_count(attrs.get(ATTR.SLOT)),  # the launcher's names, which a plain
+            "host": as_text(attrs.get(ATTR.HOST)),  # Optuna study may use for anything
+            "device": as_text(attrs.get(ATTR.DEVICE)),
             "devices": trial.devices,
             "device_seconds": trial.device_seconds,
         }
         if info.several:
             row.update(_objective_row(trial, info, fronts))
         row.update({f"params_{name}": trial.params.get(name) for name in param_names})
-        row["fail_reason"] = attrs.get(ATTR.FAIL_REASON)
+        row["fail_reason"] = as_text(attrs.get(ATTR.FAIL_REASON))
         row["timing"] = trial.timing
         rows.append(row)
     columns = [*_trial_columns(info), *(f"params_{n}" for n in param_names), "fail_reason",
