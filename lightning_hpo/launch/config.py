@@ -63,6 +63,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -442,12 +443,17 @@ def _stop(raw: Any) -> StopSpec:
     field_keys(
         raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace", "max_retries"), "stop"
     )
-    n_trials = field_int("stop.n_trials", raw.get("n_trials"), minimum=1, optional=True)
+    n_trials = raw.get("n_trials")
+    allowed = f"must be an integer from 1 to {MAX_N_TRIALS}"
+    if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, Integral)
+                                 or n_trials < 1):
+        raise ConfigError("stop.n_trials", f"is {n_trials!r}, but {allowed}")
+    n_trials = None if n_trials is None else int(n_trials)
     if n_trials is not None and n_trials > MAX_N_TRIALS:
-        raise ConfigError("stop.n_trials", f"is {n_trials}, but must be an integer from 1 to "
-                          f"{MAX_N_TRIALS} (the study queues every trial of it before the first "
-                          "starts, and a queued trial cannot be taken back); for a longer study, "
-                          "give stop.max_wallclock_time without n_trials")
+        raise ConfigError("stop.n_trials", f"is {n_trials}, but {allowed} (the study queues "
+                          "every trial of it before the first starts, and a queued trial cannot "
+                          "be taken back); for a longer study, give stop.max_wallclock_time "
+                          "without n_trials")
     retries = field_int("stop.max_retries", raw.get("max_retries", 2), minimum=0)
     failed = field_int("stop.max_failed_trials", raw.get("max_failed_trials"), minimum=1,
                        optional=True)
