@@ -1181,3 +1181,44 @@ def test_n_trials_up_to_the_bound_is_taken() -> None:
 
     assert MAX_N_TRIALS == 10_000
     assert parse_config(_with("stop.n_trials", str(MAX_N_TRIALS))).stop.n_trials == MAX_N_TRIALS
+
+
+@pytest.mark.parametrize(("typed", "read"), [
+    ("0777", "the number 511"),  # YAML 1.1 octal: the advice quoted '511'
+    ("1_000", "the number 1000"),
+    ("1e3", "the number 1000.0"),
+    ("123", "a number"),
+    ("yes", "the boolean true"),
+])
+def test_a_study_name_yaml_reads_as_a_number_is_quoted_as_typed(
+    tmp_path: Path, typed: str, read: str,
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BASE, [f"study={typed}"])
+    assert str(info.value) == (f"study: is {typed}, which YAML reads as {read}: quote the name, "
+                               f"--set study='\"{typed}\"'")
+    assert apply_overrides(BASE, [f'study="{typed}"'])["study"] == typed  # as the shell passes it
+    assert apply_overrides(BASE, [f"study={typed}", "study=later"])["study"] == "later"
+    path = tmp_path / "tune.yaml"
+    path.write_text(f"study: {typed}\nmodel: lenet\nspace: {{lr: {{uniform: [0.1, 0.2]}}}}\n"
+                    "pruner: {name: asha, max_resource: 3}\nstop: {n_trials: 2}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (f"study: is {typed}, which YAML reads as {read}: quote the name, "
+                               f"study: \"{typed}\"")
+    assert load_config(path, ["study=other"]).study == "other"  # replaced: nothing to quote
+    path.write_text(path.read_text().replace(f"study: {typed}", f'study: "{typed}"'))
+    assert load_config(path).study == typed
+
+
+def test_a_study_that_is_no_name_even_quoted_shows_what_was_typed() -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BASE, ["study=12:30"])
+    assert info.value.message.startswith("is 12:30 (YAML reads the number 750), but must be "
+                                         "1-128 letters, digits")
+    assert "quote" not in info.value.message
+    with pytest.raises(ConfigError) as info:  # no text to quote (a mapping from Python)
+        parse_config({**BASE, "study": 511})
+    assert "study: \"511\"" not in info.value.message
+    assert info.value.message.endswith("(a number, not a name: in YAML, write the name in "
+                                       "quotes, study: \"0777\")")

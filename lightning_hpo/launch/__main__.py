@@ -42,12 +42,7 @@ STOPPED_STARTING = "stopped by SIGINT while starting; no trial had started"
 
 try:  # Ctrl-C in the command's first tenth of a second: the same line, not a traceback
     from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
-    from lightning_hpo.launch.config_file import (
-        apply_overrides,
-        read_yaml,
-        resolve_config,
-        shipped_configs,
-    )
+    from lightning_hpo.launch.config_file import read_config, resolve_config, shipped_configs
     from lightning_hpo.launch.early import EarlyWorkers, start_early
     from lightning_hpo.launch.protocol import INTERRUPTS
 except KeyboardInterrupt:
@@ -132,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _interrupt)
     try:
         config_file = resolve_config(args.config)
-        raw = apply_overrides(read_yaml(config_file), args.overrides)
+        raw = read_config(config_file, args.overrides)
         if not args.check:
             early = start_early(raw, started)
         return _run(args, raw, config_file, started, early)

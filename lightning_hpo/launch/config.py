@@ -73,6 +73,7 @@ from lightning_hpo.launch.config_file import (
     CONFIG_DIR,
     DEFAULT_CONFIG,
     apply_overrides,
+    read_config,
     read_yaml,
     resolve_config,
     run_dir_of,
@@ -101,6 +102,7 @@ __all__ = [
     "default_logger",
     "load_config",
     "parse_config",
+    "read_config",
     "read_yaml",
     "resolve_config",
     "sampler_class",
@@ -324,7 +326,7 @@ def load_config(path: str | Path | None, overrides: Sequence[str] = ()) -> Confi
         >>> cfg.study, cfg.stop.n_trials, cfg.storage
         ('quickstart', 5, 'runs/quickstart.journal')
     """
-    return parse_config(apply_overrides(read_yaml(resolve_config(path)), overrides))
+    return parse_config(read_config(path, overrides))
 
 
 # ------------------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ __all__ = [
     "CONFIG_DIR",
     "DEFAULT_CONFIG",
     "apply_overrides",
+    "read_config",
     "read_yaml",
     "resolve_config",
     "run_dir_of",
@@ -154,6 +155,7 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         {'stop': {'n_trials': 20}}
     """
     out = copy.deepcopy(dict(raw))
+    study_text: str | None = None  # the text of the last override of `study`
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key or any(not part for part in key.split(".")):
@@ -178,7 +180,53 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
                 raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
             node = child
         node[parts[-1]] = value
+        if parts == ["study"]:
+            study_text = text.strip()
+    if study_text is not None and _not_text(out.get("study")):  # 0777: quote what was typed
+        study_name(out["study"], typed=study_text, source="--set")
     return out
+
+
+def _not_text(value: Any) -> bool:
+    """Whether YAML read a plain scalar as something other than text (0777, 1e3, yes)."""
+    return isinstance(value, int | float)  # bool is an int
+
+
+def read_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """:func:`read_yaml` with ``--set`` overrides applied (:func:`apply_overrides`).
+
+    A ``study`` that YAML read as a number (``study: 0777`` is octal 511) or a boolean
+    (``study: yes``) is refused here, where
+    the text it was read from is known, so the advice quotes the name as it was typed.
+
+    Raises:
+        ConfigError: as :func:`read_yaml` and :func:`apply_overrides`; ``study`` for a number.
+
+    Example::
+
+        >>> read_config("quickstart", ["study=demo"])["study"]
+        'demo'
+    """
+    path = resolve_config(path)
+    raw = apply_overrides(read_yaml(path), overrides)
+    if _not_text(raw.get("study")):  # from the file: apply_overrides refused an override's
+        study_name(raw["study"], typed=_typed_text(path, "study"))
+    return raw
+
+
+def _typed_text(path: str | Path, key: str) -> str | None:
+    """The text the top-level ``key`` of the YAML file ``path`` is written as (``0777``), when
+    it is a plain scalar there (not brought in by a merge key); None otherwise."""
+    try:
+        root = yaml.compose(_decode(Path(path).read_bytes(), path), Loader=_Loader)
+    except (OSError, ConfigError, yaml.YAMLError):
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for key_node, value_node in root.value:
+        if key_node.value == key and isinstance(value_node, yaml.ScalarNode):
+            return str(value_node.value)
+    return None
 
 
 #: Sections that may be a bare name (``pruner: none``): an override of one of their keys reads
@@ -252,26 +300,49 @@ def resolve_config(path: str | Path | None) -> Path:
 
 
 
-def study_name(study: Any) -> str:
+def study_name(study: Any, typed: str | None = None, source: str = "file") -> str:
     """``study``: the study's name, which also names its folder under ``run_dir``.
+
+    Args:
+        study: the value of ``study``.
+        typed: the text YAML read ``study`` from, where known: a name such as ``0777`` that
+            YAML reads as a number (octal 511) is quoted back as it was typed.
+        source: where ``typed`` was written: ``"file"`` (``study: "0777"``) or ``"--set"``
+            (``--set study='"0777"'``).
 
     Example::
 
         >>> study_name("lenet-asha")
         'lenet-asha'
+        >>> study_name(511, typed="0777", source="--set")
+        Traceback (most recent call last):
+        ...
+        lightning_hpo.errors.ConfigError: study: is 0777, which YAML reads as the number 511:
+            quote the name, --set study='"0777"'
     """
     if study is None:  # an empty file, or `study:` with no value (~ in YAML)
         raise ConfigError("study", "is missing: name the study (study: lenet-asha), or start "
                           "from a shipped config (python -m lightning_hpo.launch --list-configs)")
-    if not isinstance(study, str) or not _NAME.match(study):
-        quote = (f" (YAML read a number: quote it, --set study='\"{study}\"')"
-                 if isinstance(study, int | float) and not isinstance(study, bool) else "")
-        raise ConfigError(
-            "study",
-            f"is {study!r}, but must be 1-128 letters, digits, '.', '_' or '-', starting with a "
-            f"letter or digit (it names a folder under run_dir){quote}",
-        )
-    return study
+    if study == "":
+        raise ConfigError("study", "is empty: name the study (study: lenet-asha)")
+    if isinstance(study, str) and _NAME.match(study):
+        return study
+    number = isinstance(study, int | float) and not isinstance(study, bool)
+    typed = typed if number or isinstance(study, bool) else None  # what YAML read as not text
+    read = f"the number {study}" if number else f"the boolean {str(study).lower()}"
+    if typed is not None and _NAME.match(typed):
+        quoted = f"--set study='\"{typed}\"'" if source == "--set" else f'study: "{typed}"'
+        read = "a number" if typed == str(study) else read
+        raise ConfigError("study", f"is {typed}, which YAML reads as {read}: quote the name, "
+                          f"{quoted}")
+    shown = repr(study) if typed is None else f"{typed} (YAML reads {read})"
+    quote = (" (a number, not a name: in YAML, write the name in quotes, study: \"0777\")"
+             if number and typed is None else "")
+    raise ConfigError(
+        "study",
+        f"is {shown}, but must be 1-128 letters, digits, '.', '_' or '-', starting with a "
+        f"letter or digit (it names a folder under run_dir){quote}",
+    )
 
 
 def run_dir_of(run_dir: Any) -> str:
