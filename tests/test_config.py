@@ -133,28 +133,77 @@ def test_overrides_parse_yaml_values_and_create_sections() -> None:
 
 
 @pytest.mark.parametrize(
-    ("override", "field"),
+    ("override", "field", "words"),
     [
-        pytest.param("nokey", "--set", id="no-equals"),
-        pytest.param("a..b=1", "--set", id="empty-part"),
-        pytest.param("study.x=1", "--set study.x", id="into-scalar"),
-        pytest.param("stop.n_trials=[1", "--set stop.n_trials", id="bad-yaml"),
+        pytest.param("nokey", "--set", "must look like key.sub=value, or ~key.sub to remove",
+                     id="no-equals"),
+        pytest.param("a..b=1", "--set", "must look like", id="empty-part"),
+        pytest.param("study.x=1", "--set study.x", "'study' is not a mapping", id="into-scalar"),
+        pytest.param("stop.n_trials=[1", "--set stop.n_trials", "cannot parse", id="bad-yaml"),
+        pytest.param("~stop.n_trials=3", "--set", "to remove a field give its key alone, "
+                     "--set '~stop.n_trials'; to set it, stop.n_trials=3", id="remove-with-value"),
+        pytest.param("~", "--set", "must look like", id="remove-nothing"),
+        pytest.param("~stop.grace", "--set ~stop.grace",
+                     "is not in the config: there is nothing to remove", id="remove-absent"),
+        pytest.param("~nope.grace", "--set ~nope.grace", "'nope' is not in the config",
+                     id="remove-under-absent"),
+        pytest.param("~study.x", "--set ~study.x", "'study' is not a mapping",
+                     id="remove-under-scalar"),
     ],
 )
-def test_bad_overrides(override: str, field: str) -> None:
+def test_bad_overrides(override: str, field: str, words: str) -> None:
     with pytest.raises(ConfigError) as info:
         apply_overrides(BASE, [override])
     assert info.value.field == field
+    assert words in info.value.message
+
+
+def test_a_tilde_removes_a_field_another_pruner_does_not_take() -> None:
+    """``--set pruner.name=sync_sh`` over ``mode: promotion`` was refused as ``pruner.mode:
+    unknown field``, and no ``--set`` could take ``mode`` out (``mode=`` and ``mode=null``
+    left it in, empty)."""
+    raw = {**BASE, "pruner": {"name": "asha", "mode": "promotion", "max_resource": 9}}
+    with pytest.raises(ConfigError) as info:
+        parse_config(apply_overrides(raw, ["pruner.name=sync_sh"]))
+    assert str(info.value) == ("pruner.mode: is for pruner asha or hyperband, and the pruner is "
+                               "sync_sh: remove it (on the command line, --set '~pruner.mode'); "
+                               "allowed: finish_best, max_resource, min_resource, prefact, "
+                               "reduction_factor, resume")
+    cfg = parse_config(apply_overrides(raw, ["pruner.name=sync_sh", "~pruner.mode"]))
+    assert (cfg.pruner.name, cfg.pruner.mode, cfg.pruner.max_resource) == ("sync_sh", "stop", 9)
+    assert raw["pruner"]["mode"] == "promotion"  # the input is not mutated
+    with pytest.raises(ConfigError, match="^pruner.prefact: is for pruner sync_sh or "
+                       "sync_hyperband, and the pruner is none: remove it"):
+        parse_config(apply_overrides({**BASE, "pruner": {"name": "sync_sh", "prefact": 2}},
+                                     ["pruner.name=none", "trainer.max_epochs=3"]))
+    # A bare section name is its name: ~pruner.name leaves the default pruner.
+    assert apply_overrides({**BASE, "pruner": "none"}, ["~pruner.name"])["pruner"] == {}
+    # A dotted space key of a LightningCLI config is one key.
+    cli = {"cli": "main:cli_main", "space": {"model.a": 1, "model.b": 2}}
+    assert apply_overrides(cli, ["~space.model.a"])["space"] == {"model.b": 2}
+
+
+@pytest.mark.parametrize(("text", "value"), [("", ""), ("null", None), ("~", None),
+                                             ("''", ""), ("' '", " ")])
+def test_an_empty_override_is_the_empty_string_and_null_is_null(text: str, value: Any) -> None:
+    assert apply_overrides(BASE, [f"metric={text}"])["metric"] == value
 
 
 BAD = [
     ("colour", "blue", "colour", "unknown field"),
     ("study", "../escape", "study", "letters, digits"),
-    ("study", "", "study", "is missing: name the study"),
+    ("study", "", "study", "is empty: name the study"),  # --set study=
+    ("study", "null", "study", "is missing: name the study"),
     ("storage", "3", "storage", "storage URL"),
     ("model", "[1, 2]", "model", "name"),
     ("model.name", "", "model.name", "non-empty"),
     ("metric", "3", "metric", "logged metric"),
+    # --set metric= is the empty string (as in Hydra), not the default metric
+    ("metric", "", "metric", "is empty, but must be the name of a logged metric"),
+    ("metric", "[loss, '']", "metric[1]", "is empty, but must be the name of a logged metric"),
+    ("direction", "", "direction", "is ''; allowed: minimize, maximize"),
+    ("sampler", "", "sampler.name", "is '', but must be a non-empty string"),
+    ("stop.n_trials", "", "stop.n_trials", "is '', but must be an integer from 1 to 10000"),
     ("direction", "up", "direction", "minimize, maximize"),
     ("space", "{}", "space", "at least one"),
     ("space.lr", "{loguniform: [0, 1]}", "space.lr.loguniform", "low > 0"),
@@ -333,7 +382,8 @@ def test_finish_best_reaches_the_pausing_schedules(pruner: dict) -> None:
 
 @pytest.mark.parametrize(("pruner", "words"), [
     ({"name": "hyperband", "mode": "stop"}, "the pruner is hyperband with mode stop"),
-    ({"name": "none"}, "unknown field; allowed: max_resource, min_resource, reduction_factor"),
+    ({"name": "none"}, "the pruner is none: remove it (on the command line, --set "
+     "'~pruner.finish_best'); allowed: max_resource, min_resource, reduction_factor"),
 ], ids=["hyperband-stop", "none"])
 def test_finish_best_is_refused_where_nothing_pauses(pruner: dict, words: str) -> None:
     raw = dict(BASE, pruner=dict(pruner, max_resource=9, finish_best=True))

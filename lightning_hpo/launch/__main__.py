@@ -104,7 +104,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="config YAML file, or the name of a shipped config: "
                         f"{', '.join(shipped_configs())} (default: quickstart)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override a field, e.g. stop.n_trials=20")
+                        metavar="KEY=VALUE",
+                        help="override a field, e.g. stop.n_trials=20 (VALUE is YAML: null is "
+                        "null, nothing after = the empty string); '~KEY' removes one, e.g. "
+                        "--set pruner.name=sync_sh --set '~pruner.mode'")
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="no live table or per-trial lines: the summary only")
     parser.add_argument("--check", action="store_true",

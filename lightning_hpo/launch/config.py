@@ -354,13 +354,24 @@ def _named(
     return name, args
 
 
+#: The ``pruner.*`` keys besides the resources, by pruner name.
+_PRUNER_KEYS: dict[str, tuple[str, ...]] = {
+    "asha": ("mode", "finish_best"), "hyperband": ("mode", "finish_best"),
+    "sync_sh": ("prefact", "resume", "finish_best"),
+    "sync_hyperband": ("prefact", "resume", "finish_best"),
+}
+
+
 def _pruner(raw: Any) -> PrunerSpec:
     name, args = _named(raw, "pruner", "asha")
     field_choice("pruner.name", name, PRUNERS)
-    keys = ["min_resource", "max_resource", "reduction_factor"]
-    keys += {"asha": ["mode", "finish_best"], "hyperband": ["mode", "finish_best"],
-             "sync_sh": ["prefact", "resume", "finish_best"],
-             "sync_hyperband": ["prefact", "resume", "finish_best"]}.get(name, [])
+    keys = ["min_resource", "max_resource", "reduction_factor", *_PRUNER_KEYS.get(name, ())]
+    for key in args:  # one another pruner takes (left by --set pruner.name=sync_sh)
+        takes = [other for other, known in _PRUNER_KEYS.items() if key in known]
+        if takes and name not in takes:
+            raise ConfigError(f"pruner.{key}", f"is for pruner {', '.join(takes[:-1])} or "
+                              f"{takes[-1]}, and the pruner is {name}: remove it (on the command "
+                              f"line, --set '~pruner.{key}'); allowed: {', '.join(sorted(keys))}")
     field_keys(args, keys, "pruner")
     mode = field_choice("pruner.mode", args.get("mode", "stop"), MODES)
     prefact = field_int("pruner.prefact", args.get("prefact", 1), minimum=1)
@@ -791,7 +802,8 @@ def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str
             raise ConfigError("metric", "is an empty list, but must name at least one metric")
         for index, name in enumerate(metric):
             if not isinstance(name, str) or not name:
-                raise ConfigError(f"metric[{index}]", f"is {name!r}, but must be the name of a "
+                shown = "empty" if name == "" else repr(name)
+                raise ConfigError(f"metric[{index}]", f"is {shown}, but must be the name of a "
                                   "logged metric")
         twice = sorted({name for name in metric if metric.count(name) > 1})
         if twice:
@@ -809,8 +821,9 @@ def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str
                            for index, d in enumerate(direction))
         return tuple(metric), directions
     if not isinstance(metric, str) or not metric:
-        raise ConfigError("metric", f"is {metric!r}, but must be the name of a logged metric, or "
-                          "a list of them (several objectives)")
+        shown = "empty" if metric == "" else repr(metric)  # --set metric=
+        raise ConfigError("metric", f"is {shown}, but must be the name of a logged metric, or a "
+                          "list of them (several objectives)")
     if isinstance(direction, list):
         raise ConfigError("direction", f"is a list of {len(direction)}, but metric is one name "
                           f"({metric}); give one direction, or a list of metrics")

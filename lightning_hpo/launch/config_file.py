@@ -147,38 +147,66 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Return a copy of ``raw`` with ``key.sub=value`` overrides applied (values parsed as YAML).
+    """Return a copy of ``raw`` with ``--set`` overrides applied, in order, as Hydra reads them:
+
+    * ``key.sub=value`` sets a field to ``value`` read as YAML (``null`` or ``~``: YAML's null,
+      which for most fields means "not given": the default), creating sections on the way;
+    * ``key.sub=`` (nothing after ``=``) sets it to the empty string, which a field that needs a
+      name or a choice refuses;
+    * ``~key.sub`` removes the field (``~pruner.mode`` after ``pruner.name=sync_sh``); one that
+      is not there is refused.
+
+    Raises:
+        ConfigError: ``--set`` for an item of neither form, ``--set <key>`` for a value that is
+            not YAML, a path through a field that is not a section, or nothing to remove.
 
     Example::
 
         >>> apply_overrides({"stop": {"n_trials": 50}}, ["stop.n_trials=20"])
         {'stop': {'n_trials': 20}}
+        >>> apply_overrides({"pruner": {"name": "asha", "mode": "promotion"}},
+        ...                 ["pruner.name=sync_sh", "~pruner.mode"])
+        {'pruner': {'name': 'sync_sh'}}
     """
     out = copy.deepcopy(dict(raw))
     study_text: str | None = None  # the text of the last override of `study`
     for item in overrides:
-        key, sep, text = item.partition("=")
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise ConfigError("--set", f"'{item}' must look like key.sub=value")
-        try:
-            value = _yaml(text) if text.strip() else None
-        except yaml.YAMLError as error:
-            problem = getattr(error, "problem", None)
-            why = f": {problem}" if isinstance(problem, str) and "twice" in problem else ""
-            raise ConfigError(f"--set {key}",
-                              f"cannot parse value '{text}' as YAML{why}") from None
+        remove = item.startswith("~")
+        key, sep, text = item.removeprefix("~").partition("=")
+        if remove and sep:
+            raise ConfigError("--set", f"'{item}': to remove a field give its key alone, "
+                              f"--set '~{key}'; to set it, {key}={text}")
+        if (not sep and not remove) or not key or any(not part for part in key.split(".")):
+            raise ConfigError("--set", f"'{item}' must look like key.sub=value, or ~key.sub to "
+                              "remove a field")
+        value: Any = None
+        if not remove:
+            try:
+                value = _yaml(text) if text.strip() else ""  # Hydra's `key=`: an empty string
+            except yaml.YAMLError as error:
+                problem = getattr(error, "problem", None)
+                why = f": {problem}" if isinstance(problem, str) and "twice" in problem else ""
+                raise ConfigError(f"--set {key}",
+                                  f"cannot parse value '{text}' as YAML{why}") from None
+        shown = f"--set ~{key}" if remove else f"--set {key}"
         node: dict[str, Any] = out
         parts = _override_path(out, key.split("."))
         for depth, part in enumerate(parts[:-1]):
             child = node.get(part)
-            if child is None:
+            if child is None and not remove:
                 child = node[part] = {}
             if depth == 0 and isinstance(child, str) and part in _NAMED_SECTIONS:
                 child = node[part] = {"name": child}  # `pruner: none` -> `pruner.name=asha`
             if not isinstance(child, dict):
                 where = ".".join(parts[: depth + 1])
-                raise ConfigError(f"--set {key}", f"'{where}' is not a mapping")
+                what = "not in the config" if child is None else "not a mapping"
+                raise ConfigError(shown, f"'{where}' is {what}")
             node = child
+        if remove:
+            if parts[-1] not in node:
+                raise ConfigError(shown, "is not in the config: there is nothing to remove")
+            del node[parts[-1]]
+            continue
         node[parts[-1]] = value
         if parts == ["study"]:
             study_text = text.strip()
