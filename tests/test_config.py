@@ -910,8 +910,67 @@ def test_dotted_space_keys_are_for_cli_configs(key: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(raw)
     assert info.value.field == f"space.{key}"
-    assert info.value.message == "hyperparameter names must be identifiers"
+    own = key.rpartition(".")[2] if key.startswith(("model.", "data.")) else "lr"
+    assert info.value.message == (
+        "is a dotted key, which needs a LightningCLI config (model: {class_path: package.module."
+        "Class}); with model and data by name, a space key is a model or data argument's own "
+        f"name (space.{own})")
     assert list(parse_config({**CLI_BASE, "space": raw["space"]}).space) == [key]
+
+
+@pytest.mark.parametrize("section", ["model", "data", "optimizer", "trainer"])
+@pytest.mark.parametrize("spec", [{"randint": [1, 2]}, {"uniform": [0.1, 0.2]}, {"choice": [1, 2]},
+                                  3], ids=["randint", "uniform", "choice", "constant"])
+def test_a_whole_cli_section_in_the_space_is_refused_naming_it(section: str, spec: Any) -> None:
+    """``space: {model: {randint: [1, 2]}, model.hidden_dim: ...}`` passed the config, and the
+    check blamed ``space.model.hidden_dim`` (the CLI's parser refused ``--model=1`` as the
+    value of the section's first key)."""
+    space = {f"{section}.init_args.x": {"uniform": [0.1, 0.2]}, section: spec}
+    with pytest.raises(ConfigError) as info:
+        parse_config({**CLI_BASE, "space": space})
+    assert info.value.field == f"space.{section}"
+    assert info.value.message.startswith(
+        f"would search the whole {section} section, which no number can be: search one of its "
+        f"arguments by its dotted key (space.{section}.init_args.x, as this space does)")
+    assert ("choose among classes" in info.value.message) == (section != "trainer")
+    other = "data" if section == "model" else "model"  # no key of the section to show
+    with pytest.raises(ConfigError, match=rf"\(space.{section}.<argument>, as the CLI's fit "):
+        parse_config({**CLI_BASE, "space": {f"{other}.init_args.x": {"uniform": [0.1, 0.2]},
+                                            section: spec}})
+
+
+def test_a_choice_of_classes_for_a_whole_cli_section_is_searched() -> None:
+    from optuna.distributions import CategoricalDistribution
+
+    classes = ["lightning_hpo.models.LeNet", "lightning_hpo.models.DropoutMLP"]
+    cfg = parse_config({**CLI_BASE, "space": {**CLI_BASE["space"], "model": {"choice": classes}}})
+    assert cfg.space["model"] == CategoricalDistribution(classes)
+
+
+@pytest.mark.parametrize(("space", "words", "key"), [
+    ({"model": {"hidden_dim": {"randint": [1, 2]}}}, "unknown distribution 'hidden_dim'",
+     "hidden_dim"),
+    ({"model": {"hidden_dim": {"randint": [1, 2]}, "dropout": 0.1}}, "must have exactly one key",
+     "dropout"),
+], ids=["one-key", "two-keys"])
+def test_a_nested_section_of_a_cli_space_says_its_dotted_key(space: dict, words: str,
+                                                              key: str) -> None:
+    """It said "model.* keys need a LightningCLI config" of a LightningCLI config."""
+    with pytest.raises(ConfigError) as info:
+        parse_config({**CLI_BASE, "space": space})
+    assert info.value.field == "space.model" and words in info.value.message
+    assert info.value.message.endswith("model is a section, not a hyperparameter: name one of "
+                                       f"its arguments by its dotted key, space.model.{key}")
+    assert "need a LightningCLI config" not in info.value.message
+
+
+def test_a_registry_section_in_the_space_says_to_name_an_argument() -> None:
+    cfg = parse_config({**BASE, "space": {**BASE["space"], "model": {"randint": [1, 2]}}})
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(cfg)
+    assert info.value.field == "space.model"
+    assert info.value.message.endswith("; model is the section, not one of its arguments: search "
+                                       "one of those by its own name (space.lr)")
 
 
 @pytest.mark.parametrize(

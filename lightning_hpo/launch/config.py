@@ -68,7 +68,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
-from lightning_hpo.launch.cli_spec import OWNED_TRAINER, CliSpec, is_cli_config, parse_cli
+from lightning_hpo.launch.cli_spec import (
+    OWNED_TRAINER,
+    SECTIONS,
+    CliSpec,
+    is_cli_config,
+    parse_cli,
+)
 from lightning_hpo.launch.config_file import (
     CONFIG_DIR,
     DEFAULT_CONFIG,
@@ -840,8 +846,10 @@ def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
     if overlap:
         raise ConfigError(f"space.{overlap[0]}", "is also fixed under model/data; keep one")
     if dotted:  # a LightningCLI's keys: what the launcher sets for every trial is not searched
-        for name in space:
+        for name, dist in space.items():
             section, _, key = name.partition(".")
+            if not key and section in SECTIONS:
+                _whole_section(name, dist, space)
             key = key.partition(".")[0]
             if section == "trainer" and key == "max_epochs":
                 raise ConfigError(f"space.{name}", "is set by the launcher: the pruner decides "
@@ -852,6 +860,26 @@ def _space(raw: Any, fixed: Mapping[str, Any], dotted: bool = False) -> Space:
                 raise ConfigError(f"space.{name}", "is set by the launcher: a trial resumes from "
                                   "its own checkpoint")
     return space
+
+
+def _whole_section(name: str, dist: Any, space: Mapping[str, Any]) -> None:
+    """``space.model`` of a LightningCLI config: the CLI takes a whole section as a class path
+    (``--model=package.module.Class``), so a choice of class paths is searched; a number, a
+    range or a choice of them is refused here (the CLI's parser refused it as the value of the
+    section's first other key, and the check blamed that key)."""
+    from optuna.distributions import CategoricalDistribution
+
+    values = dist.choices if isinstance(dist, CategoricalDistribution) else [dist]
+    if all(isinstance(value, str) for value in values):
+        return
+    keys = [key for key in space if key.startswith(f"{name}.")]
+    example = (f"space.{keys[0]}, as this space does" if keys else
+               f"space.{name}.<argument>, as the CLI's fit --help lists them")
+    classes = ("" if name == "trainer" else f", or choose among classes ({name}: {{choice: "
+               "[package.module.A, package.module.B]})")
+    raise ConfigError(f"space.{name}", f"would search the whole {name} section, which no number "
+                      f"can be: search one of its arguments by its dotted key ({example})"
+                      f"{classes}")
 
 
 def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None,
@@ -980,9 +1008,14 @@ def check_against_registry(cfg: Config) -> list[str]:
     data_params = datamodule_hyperparameters(cfg.data)
     for name in cfg.space:
         if name not in model_params and name not in data_params:
+            section = (f"; {name} is the section, not one of its arguments: search one of "
+                       f"those by its own name (space.{next(iter(params))})"
+                       if (params := {"model": model_params, "data": data_params}.get(name))
+                       else "")
             raise ConfigError(
                 f"space.{name}", f"is not a hyperparameter of model {cfg.model} "
                 f"({', '.join(model_params)}) or data {cfg.data} ({', '.join(data_params)})"
+                f"{section}"
             )
     counted: list[tuple[str, int | None, int | None]] = []  # (which end, its batch counts)
     for end, label in ((0, "low"), (-1, "high")):

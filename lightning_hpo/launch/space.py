@@ -35,6 +35,7 @@ from optuna.distributions import (
 )
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.cli_spec import SECTIONS
 
 __all__ = ["KINDS", "Space", "check_in_space", "parse_space", "suggest", "to_yaml"]
 
@@ -70,7 +71,20 @@ def _parse_range(field: str, kind: str, bounds: Any) -> tuple[Any, Any]:
     return low, high
 
 
-def _parse_one(name: str, spec: Any, field: str) -> BaseDistribution | Any:
+def _section_hint(name: str, inner: str, dotted: bool) -> str:
+    """Why ``space.<name>: {<inner>: ...}`` is no range: ``name`` is a section, nested."""
+    if name not in SECTIONS or inner in KINDS:
+        return ""
+    if dotted:  # a LightningCLI config: its keys are dotted
+        argument = inner if inner.isidentifier() else "<argument>"
+        return (f"; {name} is a section, not a hyperparameter: name one of its arguments by "
+                f"its dotted key, space.{name}.{argument}")
+    argument = inner if inner.isidentifier() and name in ("model", "data") else "lr"
+    return (f"; {name} is a section, not a hyperparameter: a space key names a model or data "
+            f"argument (space.{argument}), and {name}.* keys need a LightningCLI config")
+
+
+def _parse_one(name: str, spec: Any, field: str, dotted: bool = False) -> BaseDistribution | Any:
     if isinstance(spec, _SCALAR):
         return spec
     if not isinstance(spec, Mapping):
@@ -78,17 +92,16 @@ def _parse_one(name: str, spec: Any, field: str) -> BaseDistribution | Any:
             field, f"must be a constant or one of {{{': ..., '.join(KINDS)}: ...}}, got {spec!r}"
         )
     if len(spec) != 1:
+        hint = _section_hint(name, str(sorted(map(str, spec))[0]), dotted)
         raise ConfigError(
-            field, f"must have exactly one key out of {', '.join(KINDS)}, got {sorted(spec)}"
+            field, f"must have exactly one key out of {', '.join(KINDS)}, got "
+            f"{sorted(spec, key=str)}{hint}"
         )
     ((kind, value),) = spec.items()
     if kind not in KINDS:
-        section = (f"; {name} is a section, not a hyperparameter: a space key names a model or "
-                   f"data argument (space.lr), and {name}.* keys need a LightningCLI config"
-                   if name in ("model", "data", "trainer", "optimizer", "lr_scheduler") else "")
         raise ConfigError(
             field, f"unknown distribution '{kind}'; allowed: {', '.join(KINDS)}, or a "
-            f"constant{section}"
+            f"constant{_section_hint(name, str(kind), dotted)}"
         )
     sub = f"{field}.{kind}"
     if kind == "choice":
@@ -125,10 +138,18 @@ def parse_space(raw: Any, field: str = "space", *, dotted: bool = False) -> Spac
     for name, spec in raw.items():
         parts = name.split(".") if isinstance(name, str) and dotted else [name]
         if not all(isinstance(part, str) and part.isidentifier() for part in parts):
+            dotted_parts = name.split(".") if isinstance(name, str) else []
+            if (not dotted and len(dotted_parts) > 1 and dotted_parts[0] in SECTIONS
+                    and all(part.isidentifier() for part in dotted_parts)):
+                own = dotted_parts[-1] if dotted_parts[0] in ("model", "data") else "lr"
+                raise ConfigError(f"{field}.{name}", "is a dotted key, which needs a "
+                                  "LightningCLI config (model: {class_path: package.module."
+                                  "Class}); with model and data by name, a space key is a model "
+                                  f"or data argument's own name (space.{own})")
             what = ("dotted keys of the CLI (model.hidden_dim, optimizer.init_args.lr)" if dotted
                     else "identifiers")
             raise ConfigError(f"{field}.{name}", f"hyperparameter names must be {what}")
-        space[name] = _parse_one(name, spec, f"{field}.{name}")
+        space[name] = _parse_one(name, spec, f"{field}.{name}", dotted)
     return space
 
 
