@@ -1,8 +1,11 @@
-"""Models the launcher tests load through ``model: {name: "_launch_models:Class"}``."""
+"""Models (and a data module) the launcher tests load through ``model: {name:
+"_launch_models:Class"}`` (``data: {name: "_launch_models:LoaderData"}``)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from lightning.pytorch import LightningDataModule
 
 from lightning_hpo.models import LeNet
 
@@ -73,3 +76,29 @@ class MeetsAnotherLauncher(LeNet):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no second launcher started a trial ({meeting})")
             time.sleep(0.1)
+
+
+class LoaderData(LightningDataModule):
+    """A user's data module as most are written: random 28x28 images, its ``batch_size`` taken as
+    given and passed to its ``DataLoader``s (which refuse 0 or a negative one)."""
+
+    def __init__(self, batch_size: Any = 8, samples: int = 32) -> None:
+        super().__init__()
+        self.batch_size, self.samples = batch_size, samples
+
+    def setup(self, stage: str) -> None:
+        import torch
+        from torch.utils.data import TensorDataset
+
+        images = torch.randn(self.samples, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        self.data = TensorDataset(images, torch.arange(self.samples) % 10)
+
+    def train_dataloader(self) -> Any:
+        from torch.utils.data import DataLoader
+
+        return DataLoader(self.data, batch_size=self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> Any:
+        from torch.utils.data import DataLoader
+
+        return DataLoader(self.data, batch_size=self.batch_size)

@@ -1331,3 +1331,31 @@ def test_a_study_that_is_no_name_even_quoted_shows_what_was_typed() -> None:
     assert "study: \"511\"" not in info.value.message
     assert info.value.message.endswith("(a number, not a name: in YAML, write the name in "
                                        "quotes, study: \"0777\")")
+
+
+@pytest.mark.parametrize(("data", "space", "error"), [
+    ({"batch_size": 0}, {}, "data.batch_size: is 0, which torch's DataLoader refuses: batch_size "
+     "should be a positive integer value, but got batch_size=0"),
+    ({"batch_size": 2.5}, {}, "data.batch_size: is 2.5, which torch's DataLoader refuses: "
+     "batch_size should be a positive integer value, but got batch_size=2.5"),
+    ({}, {"batch_size": {"randint": [-4, 8]}}, "space.batch_size: the low end -4 is refused by "
+     "torch's DataLoader: batch_size should be a positive integer value, but got batch_size=-4"),
+    ({"samples": 64}, {"batch_size": {"choice": [16, 0]}}, "space.batch_size: the high end 0 is "
+     "refused by torch's DataLoader: batch_size should be a positive integer value, but got "
+     "batch_size=0"),
+], ids=["fixed-zero", "fixed-float", "searched-negative", "searched-choice"])
+def test_a_batch_size_a_users_data_module_takes_and_its_dataloader_refuses_is_refused(
+    data: dict[str, Any], space: dict[str, Any], error: str,
+) -> None:
+    """The class took it, --check passed, and every trial failed when fit asked for a loader."""
+    raw = {**BASE, "data": {"name": "_launch_models:LoaderData", **data},
+           "space": {**BASE["space"], **space}}
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(parse_config(raw))
+    assert str(info.value) == error
+
+
+def test_a_batch_size_a_users_dataloader_takes_passes_the_check() -> None:
+    raw = {**BASE, "data": {"name": "_launch_models:LoaderData", "batch_size": 4},
+           "space": {**BASE["space"], "samples": {"randint": [16, 32]}}}
+    assert check_against_registry(parse_config(raw)) == []

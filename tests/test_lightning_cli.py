@@ -571,6 +571,11 @@ def test_a_trainer_argument_is_said_replaced_only_when_its_value_changes(
                                 "trainer.limit_val_batches": {"uniform": [0.0, 1.0]}}},
                      "space.trainer.limit_val_batches", "the low end 0.0 is refused: the launcher "
                      "reads the metric", id="searched-launcher-value"),
+        # A batch size the project's data module takes and its DataLoader refuses.
+        pytest.param({"space": {"data.batch_size": {"choice": [0, 64]}}},
+                     "space.data.batch_size", "the middle 0 of its range is refused by torch's "
+                     "DataLoader: batch_size should be a positive integer value",
+                     id="searched-batch-size"),
     ],
 )
 def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(
@@ -584,6 +589,34 @@ def test_check_refuses_bad_input_naming_the_field_and_writes_nothing(
     assert len(lines) == 1 and lines[0].startswith(f"error: {field}: "), lines
     assert words in lines[0], lines[0]
     assert "config OK" not in out
+    _nothing_written(here)
+
+
+@pytest.mark.parametrize(("where", "error"), [
+    ("tune", "error: data.batch_size: is 0, which torch's DataLoader refuses: batch_size should "
+     "be a positive integer value, but got batch_size=0"),
+    ("project", "error: config: the project refuses its own config (config_zero.yaml) as fit "
+     "builds it, before any searched value: ValueError: data.batch_size is 0, which torch's "
+     "DataLoader refuses: batch_size should be a positive integer value, but got batch_size=0"),
+])
+def test_check_refuses_a_fixed_batch_size_the_dataloader_refuses(
+    here: Path, capsys: pytest.CaptureFixture[str], where: str, error: str,
+) -> None:
+    """The project's DigitsData takes ``batch_size: 0``: --check passed, and every trial failed
+    when fit asked for its DataLoader."""
+    raw = yaml.safe_load((here / "tune.yaml").read_text())
+    raw["space"] = {"model.hidden_dim": raw["space"]["model.hidden_dim"]}  # fewer builds
+    raw["initial"] = [{"model.hidden_dim": 64}]
+    if where == "tune":
+        raw["data"] = {"batch_size": 0}
+    else:
+        project = yaml.safe_load((here / "config.yaml").read_text())
+        project["data"]["batch_size"] = 0
+        _write_yaml(here / "config_zero.yaml", project)
+        raw["config"] = ["config_zero.yaml"]
+    _write_yaml(here / "tune_zero.yaml", raw)
+    code, out, err = _check("tune_zero.yaml", capsys=capsys)
+    assert (code, err.strip()) == (2, error), out + err
     _nothing_written(here)
 
 

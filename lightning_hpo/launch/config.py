@@ -980,6 +980,7 @@ def check_against_registry(cfg: Config) -> list[str]:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
     from lightning_hpo.launch.trainer_values import (
+        batch_size_refusal,
         binding_refusal,
         needs_batch_count,
         unvalidated_end,
@@ -1032,6 +1033,16 @@ def check_against_registry(cfg: Config) -> list[str]:
                     f"space.{key}", f"the {label} end {values[key]!r} is refused: {error.message}"
                 ) from None
             raise
+        loader_refused = batch_size_refusal(data)
+        if loader_refused is not None:  # the class took it; the DataLoader fit asks for would not
+            value, words = loader_refused
+            if "batch_size" in data_values:
+                raise ConfigError("space.batch_size", f"the {label} end {value!r} is refused by "
+                                  f"torch's DataLoader: {words}")
+            where = "data.batch_size" if "batch_size" in cfg.data_args else "data"
+            shown = "is" if where == "data.batch_size" else f"{cfg.data}: its batch_size is"
+            raise ConfigError(where, f"{shown} {value!r}, which torch's DataLoader refuses: "
+                              f"{words}")
         if needs_batch_count(cfg.trainer):
             where = "".join(f", data.{k} {v!r}" for k, v in data_values.items())
             counted.append((f"the space's {label} end{where}",

@@ -64,6 +64,7 @@ from lightning_hpo.launch.cli_spec import (
 from lightning_hpo.launch.trainer_values import (
     ALLOWED,
     NEEDED,
+    batch_size_refusal,
     fit_refusal,
     launcher_refusal,
     unvalidated_rungs,
@@ -399,8 +400,13 @@ def _on_cpu(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> Any:
 def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
     """Build a trial on one CPU (no launcher callbacks) and its optimizers; raise what fails,
     and what Lightning's ``fit`` would refuse in the model: no ``training_step``, or no
-    ``configure_optimizers`` where the config gives no ``optimizer:`` either."""
-    model = _on_cpu(spec, values, trial_dir).model
+    ``configure_optimizers`` where the config gives no ``optimizer:`` either; and a data
+    module batch size torch's ``DataLoader`` refuses (:func:`_refuse_batch_size`)."""
+    built = _on_cpu(spec, values, trial_dir)
+    refused = batch_size_refusal(built.datamodule)
+    if refused is not None:
+        _refuse_batch_size(spec, values, *refused)
+    model = built.model
     for hook, hint in (("training_step", ""),
                        ("configure_optimizers", " and the config gives no optimizer: (e.g. "
                         "optimizer: torch.optim.Adam)")):
@@ -408,6 +414,23 @@ def _try(spec: CliSpec, values: Mapping[str, Any], trial_dir: Path) -> None:
             raise ConfigError("config", f"the model {type(model).__name__} has no {hook}()"
                               f"{hint}; Lightning's fit needs one")
     model.configure_optimizers()
+
+
+def _refuse_batch_size(spec: CliSpec, values: Mapping[str, Any], value: Any, words: str) -> None:
+    """Raise for a data module's batch size ``value`` that torch's ``DataLoader`` refuses
+    (``words``): the data module took it, and every trial would fail when ``fit`` asks for its
+    loader. A searched ``data.[init_args.]batch_size`` is a ``space.<key>`` error (the check
+    says which end), one the tune config sets is its own key's; else a ValueError, which the
+    check reports as the project's config's (or the searched key without which it builds)."""
+    for key in values:
+        if key.startswith("data.") and key.rpartition(".")[2] == "batch_size":
+            raise ConfigError(f"space.{key}", f"is refused by torch's DataLoader: {words}")
+    inline = spec.sections.get("data") or {}
+    for key, section in (("data.batch_size", inline), ("data.init_args.batch_size",
+                                                       inline.get("init_args"))):
+        if isinstance(section, Mapping) and "batch_size" in section:
+            raise ConfigError(key, f"is {value!r}, which torch's DataLoader refuses: {words}")
+    raise ValueError(f"data.batch_size is {value!r}, which torch's DataLoader refuses: {words}")
 
 
 def warm_data(spec: CliSpec, space: Mapping[str, Any], scratch: Path) -> Any:

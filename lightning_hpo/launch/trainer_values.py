@@ -5,7 +5,9 @@ The launcher checks a config's ``trainer.*`` values by building a Trainer with e
 building its trial (:mod:`~lightning_hpo.launch.project`). Some values pass both and fail every
 trial once it trains (``accumulate_grad_batches: 0``), or train wrongly without a word
 (``gradient_clip_val: -1`` clips to a negative norm, which flips every gradient; a flag given as
-the string ``"false"`` is true): those are checked here, pure, against :data:`ALLOWED`.
+the string ``"false"`` is true): those are checked here, pure, against :data:`ALLOWED`. So is
+a data module's batch size, which its constructor may take and only the ``DataLoader`` that
+``fit`` asks for refuses (:func:`batch_size_refusal`).
 
 Example::
 
@@ -22,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 __all__ = [
-    "ALLOWED", "NEEDED", "batch_count_refusal", "binding_refusal", "fit_refusal",
+    "ALLOWED", "NEEDED", "batch_count_refusal", "batch_size_refusal", "binding_refusal",
+    "fit_refusal",
     "launcher_refusal", "needs_batch_count", "unvalidated_end", "unvalidated_rungs",
 ]
 
@@ -87,6 +90,39 @@ def fit_refusal(key: str, value: Any) -> str | None:
         return None
     test, words = rule
     return None if test(value) else words
+
+
+def batch_size_refusal(datamodule: Any) -> tuple[Any, str] | None:
+    """``(batch size, torch's words)`` when the batch size of ``datamodule`` is one that torch's
+    ``DataLoader`` refuses (``0``, ``-1``, ``2.5``, ``"64"``): None when it takes it, and for a
+    data module without one. The batch size is the module's ``batch_size`` attribute, else its
+    ``hparams.batch_size``, where Lightning's batch-size finder reads it; ``None`` (a loader
+    without batching) is taken. Imports torch.
+
+    Example::
+
+        >>> from types import SimpleNamespace
+        >>> batch_size_refusal(SimpleNamespace(batch_size=0))
+        (0, 'batch_size should be a positive integer value, but got batch_size=0')
+        >>> batch_size_refusal(SimpleNamespace(batch_size=32)), batch_size_refusal(object())
+        (None, None)
+    """
+    from torch.utils.data import BatchSampler
+
+    hparams = getattr(datamodule, "hparams", None)
+    if hasattr(datamodule, "batch_size"):
+        value = datamodule.batch_size
+    elif isinstance(hparams, Mapping) and "batch_size" in hparams:
+        value = hparams["batch_size"]
+    else:
+        return None
+    if value is None:
+        return None
+    try:
+        BatchSampler(range(1), value, drop_last=False)  # the check DataLoader(...) makes
+    except (TypeError, ValueError) as error:
+        return value, str(error)
+    return None
 
 
 #: Trainer argument -> why the launcher cannot run a trial with it at 0 (Lightning's fit can:
