@@ -41,6 +41,7 @@ __all__ = [
     "field_float",
     "field_int",
     "field_keys",
+    "is_finite_number",
 ]
 
 #: The exit code of every command-line tool of ours for bad input (as argparse uses).
@@ -119,6 +120,23 @@ def field_int(field: str, value: Any, *, minimum: int, optional: bool = False) -
     return int(value)
 
 
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (not a bool) that a float holds: not NaN, not an
+    infinity, not an integer beyond the largest float (``math.isfinite`` raises for one).
+
+    Example::
+
+        >>> is_finite_number(3), is_finite_number(float("nan")), is_finite_number(10**400)
+        (True, False, False)
+    """
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int of more than ~308 digits
+        return False
+
+
 def field_float(
     field: str,
     value: Any,
@@ -142,10 +160,12 @@ def field_float(
         allowed = f"a number in {left}{low:g}, {high:g}{right}"
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ConfigError(field, f"must be {allowed}, got {value!r}")
+    if not is_finite_number(value) and not (isinstance(value, float) and math.isinf(value)):
+        raise ConfigError(field, f"is {value!r}, but must be {allowed}")  # NaN, 10**400
     number = float(value)
     too_low = number <= low if low_open else number < low
     too_high = number >= high if high_open else number > high
-    if math.isnan(number) or too_low or too_high:
+    if too_low or too_high:
         raise ConfigError(field, f"is {value!r}, but must be {allowed}")
     return number
 

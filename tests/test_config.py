@@ -192,6 +192,7 @@ def test_an_empty_override_is_the_empty_string_and_null_is_null(text: str, value
 BAD = [
     ("colour", "blue", "colour", "unknown field"),
     ("study", "../escape", "study", "letters, digits"),
+    ("study", "ünïcødé", "study", "is 'ünïcødé', but must be 1-128 ASCII letters, digits"),
     ("study", "", "study", "is empty: name the study"),  # --set study=
     ("study", "null", "study", "is missing: name the study"),
     ("storage", "3", "storage", "storage URL"),
@@ -239,6 +240,20 @@ BAD = [
     ("stop.n_trials", "10001", "stop.n_trials", "must be an integer from 1 to 10000"),
     ("stop.max_wallclock_time", "-5", "stop.max_wallclock_time", "seconds > 0"),
     ("stop.max_wallclock_time", ".inf", "stop.max_wallclock_time", "seconds > 0"),
+    # an integer beyond any float: OverflowError tracebacks
+    ("stop.max_wallclock_time", "9" * 400, "stop.max_wallclock_time", "seconds > 0"),
+    ("stop.grace", "9" * 400, "stop.grace", "seconds >= 0"),
+    ("space.lr", "{uniform: [0, " + "9" * 400 + "]}", "space.lr.uniform",
+     "bounds must be finite numbers"),
+    # beyond numpy's and Lightning's seeds: it was blamed on `sampler` ("Seed must be between")
+    ("seed", "4294967296", "seed", "is 4294967296, but must be an integer from 0 to 4294967295"),
+    ("sampler.seed", "4294967296", "sampler.seed", "must be an integer from 0 to 4294967295"),
+    # Optuna finds a choice by ==: a trial drawing true got 1
+    ("space.x", "{choice: [1, true]}", "space.x.choice", "1 and True are equal"),
+    ("space.x", "{choice: [0, 0.0]}", "space.x.choice", "0 and 0.0 are equal"),
+    # YAML reads `yes` as true: the key was shown as True, with no word of why
+    ("space", "{yes: {uniform: [0, 1]}}", "space.True",
+     "must be identifiers (YAML read this key as bool True: quote it)"),
     ("stop.forever", "true", "stop.forever", "unknown field"),
     ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
     ("trainer.precision", "[16]", "trainer.precision", "is [16], but must be a string or an int"),
@@ -259,7 +274,7 @@ BAD = [
 
 
 @pytest.mark.parametrize(
-    ("path", "value", "field", "words"), BAD, ids=[f"{p}={v}" for p, v, *_ in BAD]
+    ("path", "value", "field", "words"), BAD, ids=[f"{p}={v[:40]}" for p, v, *_ in BAD]
 )
 def test_bad_field_is_one_named_error(path: str, value: str, field: str, words: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -1324,7 +1339,7 @@ def test_a_study_that_is_no_name_even_quoted_shows_what_was_typed() -> None:
     with pytest.raises(ConfigError) as info:
         apply_overrides(BASE, ["study=12:30"])
     assert info.value.message.startswith("is 12:30 (YAML reads the number 750), but must be "
-                                         "1-128 letters, digits")
+                                         "1-128 ASCII letters, digits")
     assert "quote" not in info.value.message
     with pytest.raises(ConfigError) as info:  # no text to quote (a mapping from Python)
         parse_config({**BASE, "study": 511})
@@ -1359,3 +1374,65 @@ def test_a_batch_size_a_users_dataloader_takes_passes_the_check() -> None:
     raw = {**BASE, "data": {"name": "_launch_models:LoaderData", "batch_size": 4},
            "space": {**BASE["space"], "samples": {"randint": [16, 32]}}}
     assert check_against_registry(parse_config(raw)) == []
+
+
+@pytest.mark.parametrize(("value", "field", "words"), [
+    ("9" * 400, "model.width", "is " + "9" * 400 + ", but must be"),
+    ("9" * 400, "data.val_fraction", "is " + "9" * 400 + ", but must be"),
+    ("9" * 400, "trainer.gradient_clip_val", "a number >= 0"),
+], ids=["model-width", "data-val-fraction", "gradient-clip-val"])
+def test_an_integer_beyond_any_float_is_one_line_in_the_check(
+    value: str, field: str, words: str,
+) -> None:
+    """An OverflowError traceback from the classes' and the Trainer values' checks."""
+    raw = apply_overrides(BASE, [f"{field}={value}"])
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(parse_config(raw))
+    assert info.value.field == field and words in info.value.message
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("model: &m {name: lenet, loop: *m}\n", "model.loop"),
+    ("space: &s {lr: {uniform: [0, 1]}, more: [1, *s]}\n", "space.more[1]"),
+], ids=["mapping", "list"])
+def test_a_yaml_alias_inside_its_own_anchor_is_one_line(
+    tmp_path: Path, text: str, where: str,
+) -> None:
+    """A structure that holds itself: a RecursionError traceback (sampler arguments) or a
+    'Circular reference' blamed on the project (a LightningCLI section)."""
+    path = tmp_path / "loop.yaml"
+    path.write_text("study: s\n" + text)
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path)
+    assert str(info.value) == (f"config: {path}: {where} is an alias (*name) inside the anchor it "
+                               "names (&name): a structure without end; write its values out")
+    with pytest.raises(ConfigError, match=r"^--set model: model.x\[0\] is an alias"):
+        apply_overrides(BASE, ["model={name: lenet, x: &a [*a]}"])
+    shared = "study: s\nbase: &b {lr: 0.1}\none: *b\ntwo: *b\n"  # an alias used twice: fine
+    path.write_text(shared)
+    assert read_yaml(path)["two"] == {"lr": 0.1}
+
+
+def test_yaml_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("space: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path)
+    assert str(info.value) == f"config: {path} nests lists or mappings too deeply to read"
+    with pytest.raises(ConfigError, match="^--set space: nests lists or mappings too deeply"):
+        apply_overrides(BASE, ["space=" + "[" * 5000 + "]" * 5000])
+
+
+def test_a_study_yaml_reads_as_a_date_is_quoted_as_typed() -> None:
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BASE, ["study=2024-05-01"])
+    assert str(info.value) == ("study: is 2024-05-01, which YAML reads as a date: quote the name, "
+                               "--set study='\"2024-05-01\"'")
+
+
+def test_set_takes_spaces_around_the_key_and_shows_control_characters() -> None:
+    assert apply_overrides(BASE, [" stop.n_trials = 5"])["stop"]["n_trials"] == 5
+    assert apply_overrides(BASE, ["stop . grace=1"])["stop"]["grace"] == 1
+    with pytest.raises(ConfigError) as info:
+        apply_overrides(BASE, ["study=a\x00b"])
+    assert str(info.value) == "--set study: cannot parse value 'a\\x00b' as YAML"

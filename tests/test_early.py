@@ -98,6 +98,7 @@ def test_the_plan_places_the_logs_and_the_deadline_as_the_config_does(
         pytest.param({"stop": {"max_wallclock_time": "10m"}}, id="budget-not-seconds"),
         pytest.param({"stop": {"max_wallclock_time": True}}, id="budget-a-bool"),
         pytest.param({"stop": {"max_wallclock_time": float("inf")}}, id="budget-infinite"),
+        pytest.param({"stop": {"max_wallclock_time": 10**400}}, id="budget-beyond-floats"),
     ],
 )
 def test_no_plan_where_the_launcher_will_refuse_or_needs_torch(fields: dict[str, Any]) -> None:

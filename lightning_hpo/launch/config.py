@@ -67,7 +67,13 @@ from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
+from lightning_hpo.errors import (
+    ConfigError,
+    field_choice,
+    field_int,
+    field_keys,
+    is_finite_number,
+)
 from lightning_hpo.launch.cli_spec import (
     OWNED_TRAINER,
     SECTIONS,
@@ -477,22 +483,12 @@ def _stop(raw: Any) -> StopSpec:
     failed = field_int("stop.max_failed_trials", raw.get("max_failed_trials"), minimum=1,
                        optional=True)
     seconds = raw.get("max_wallclock_time")
-    if seconds is not None and (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not math.isfinite(seconds)
-        or seconds <= 0
-    ):
+    if seconds is not None and (not is_finite_number(seconds) or seconds <= 0):
         raise ConfigError("stop.max_wallclock_time", f"is {seconds!r}, but must be seconds > 0")
     if n_trials is None and seconds is None:
         raise ConfigError("stop", "needs n_trials or max_wallclock_time (or both)")
     grace = raw.get("grace", 0)
-    if (
-        isinstance(grace, bool)
-        or not isinstance(grace, int | float)
-        or not math.isfinite(grace)
-        or grace < 0
-    ):
+    if not is_finite_number(grace) or grace < 0:
         raise ConfigError("stop.grace", f"is {grace!r}, but must be seconds >= 0")
     return StopSpec(
         n_trials, None if seconds is None else float(seconds), failed, float(grace), retries or 0
@@ -612,8 +608,8 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
             hint = (f"; a sampler class goes in sampler.class: {{class: {name!r}}}"
                     if ":" in name else f", or sampler.class: {wanted}")
             raise ConfigError("sampler.name", f"is {name!r}; allowed: {', '.join(SAMPLERS)}{hint}")
-    top = field_int("seed", seed, minimum=0, optional=True)
-    own = field_int("sampler.seed", args.pop("seed", None), minimum=0, optional=True)
+    top = _seed("seed", seed)
+    own = _seed("sampler.seed", args.pop("seed", None))
     if own is not None and top is not None and own != top:  # one seed: sampler and training
         raise ConfigError("seed", f"is {top}, but sampler.seed is {own}: the sampler and the "
                           "trials' training take one seed; give one of them")
@@ -626,6 +622,18 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
             raise ConfigError(f"sampler.{key}", f"is {value!r}, but must be a YAML value "
                               "(number, string, bool, null, or a list or mapping of them)")
     return name, args, seed
+
+
+#: The largest seed: numpy's, Optuna's samplers' and Lightning's ``seed_everything``'s.
+MAX_SEED = 2**32 - 1
+
+
+def _seed(field: str, value: Any) -> int | None:
+    """``seed`` or ``sampler.seed``: an integer from 0 to :data:`MAX_SEED`, or None."""
+    seed = field_int(field, value, minimum=0, optional=True)
+    if seed is not None and seed > MAX_SEED:
+        raise ConfigError(field, f"is {seed}, but must be an integer from 0 to {MAX_SEED}")
+    return seed
 
 
 def sampler_class(name: str) -> type[BaseSampler]:

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import copy
+import datetime
 import importlib.resources
 import os
 import re
@@ -131,6 +132,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         ) from None
     try:
         raw = _yaml(text)
+    except RecursionError:
+        raise ConfigError("config", f"{path} nests lists or mappings too deeply to "
+                          "read") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
@@ -143,7 +147,42 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(raw, dict):
         kind = type(raw).__name__
         raise ConfigError("config", f"{path} must hold a mapping of fields, got {kind}")
+    endless = _endless(raw)
+    if endless is not None:
+        raise ConfigError("config", f"{path}: {endless}")
     return raw
+
+
+def _endless(value: Any, prefix: str = "") -> str | None:
+    """Why ``value`` never ends, or None: a YAML alias inside the anchor it names
+    (``model: &m {name: lenet, args: *m}``) makes a mapping or list that holds itself, which no
+    check, copy to JSON or class can take.
+
+    Example::
+
+        >>> loop: dict = {"name": "lenet"}
+        >>> loop["args"] = loop
+        >>> _endless({"model": loop})
+        'model.args is an alias (*name) inside the anchor it names (&name): a structure
+         without end; write its values out'
+        >>> _endless({"a": [1], "b": [1]}) is None
+        True
+    """
+    pending: list[tuple[Any, str, frozenset[int]]] = [(value, prefix, frozenset())]
+    while pending:  # not recursive: a deep structure must not exhaust Python's stack
+        node, where, above = pending.pop()
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in above:
+            return (f"{where} is an alias (*name) inside the anchor it names (&name): a "
+                    "structure without end; write its values out")
+        inner = above | {id(node)}
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, item in items:
+            path = f"{where}[{key}]" if isinstance(node, list) else (
+                f"{where}.{key}" if where else str(key))
+            pending.append((item, path, inner))
+    return None
 
 
 def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -171,8 +210,9 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
     out = copy.deepcopy(dict(raw))
     study_text: str | None = None  # the text of the last override of `study`
     for item in overrides:
-        remove = item.startswith("~")
-        key, sep, text = item.removeprefix("~").partition("=")
+        remove = item.strip().startswith("~")
+        key, sep, text = item.strip().removeprefix("~").partition("=")
+        key = ".".join(part.strip() for part in key.split("."))  # `--set "stop.n_trials = 5"`
         if remove and sep:
             raise ConfigError("--set", f"'{item}': to remove a field give its key alone, "
                               f"--set '~{key}'; to set it, {key}={text}")
@@ -181,13 +221,20 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
                               "remove a field")
         value: Any = None
         if not remove:
+            shown_text = text if text.isprintable() else repr(text)[1:-1]  # a NUL, a tab
             try:
                 value = _yaml(text) if text.strip() else ""  # Hydra's `key=`: an empty string
+            except RecursionError:
+                raise ConfigError(f"--set {key}", "nests lists or mappings too deeply to "
+                                  "read") from None
             except yaml.YAMLError as error:
                 problem = getattr(error, "problem", None)
                 why = f": {problem}" if isinstance(problem, str) and "twice" in problem else ""
                 raise ConfigError(f"--set {key}",
-                                  f"cannot parse value '{text}' as YAML{why}") from None
+                                  f"cannot parse value '{shown_text}' as YAML{why}") from None
+            endless = _endless(value, key)
+            if endless is not None:
+                raise ConfigError(f"--set {key}", endless)
         shown = f"--set ~{key}" if remove else f"--set {key}"
         node: dict[str, Any] = out
         parts = _override_path(out, key.split("."))
@@ -216,8 +263,9 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
 
 
 def _not_text(value: Any) -> bool:
-    """Whether YAML read a plain scalar as something other than text (0777, 1e3, yes)."""
-    return isinstance(value, int | float)  # bool is an int
+    """Whether YAML read a plain scalar as something other than text (0777, 1e3, yes,
+    2024-05-01)."""
+    return isinstance(value, int | float | datetime.date)  # bool is an int, datetime a date
 
 
 def read_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
@@ -356,11 +404,15 @@ def study_name(study: Any, typed: str | None = None, source: str = "file") -> st
     if isinstance(study, str) and _NAME.match(study):
         return study
     number = isinstance(study, int | float) and not isinstance(study, bool)
-    typed = typed if number or isinstance(study, bool) else None  # what YAML read as not text
-    read = f"the number {study}" if number else f"the boolean {str(study).lower()}"
+    typed = typed if _not_text(study) else None  # what YAML read as something else than text
+    if isinstance(study, bool):
+        read = f"the boolean {str(study).lower()}"
+    elif number:
+        read = "a number" if typed == str(study) else f"the number {study}"
+    else:
+        read = "a date"
     if typed is not None and _NAME.match(typed):
         quoted = f"--set study='\"{typed}\"'" if source == "--set" else f'study: "{typed}"'
-        read = "a number" if typed == str(study) else read
         raise ConfigError("study", f"is {typed}, which YAML reads as {read}: quote the name, "
                           f"{quoted}")
     shown = repr(study) if typed is None else f"{typed} (YAML reads {read})"
@@ -368,7 +420,7 @@ def study_name(study: Any, typed: str | None = None, source: str = "file") -> st
              if number and typed is None else "")
     raise ConfigError(
         "study",
-        f"is {shown}, but must be 1-128 letters, digits, '.', '_' or '-', starting with a "
+        f"is {shown}, but must be 1-128 ASCII letters, digits, '.', '_' or '-', starting with a "
         f"letter or digit (it names a folder under run_dir){quote}",
     )
 

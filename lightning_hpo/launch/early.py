@@ -29,7 +29,6 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import signal
@@ -39,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning_hpo._scratch import remove_scratch_of
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, is_finite_number
 from lightning_hpo.launch._worker_logs import claim_log_dir, release_log_dir
 from lightning_hpo.launch.config_file import run_dir_of, study_name
 from lightning_hpo.launch.devices import (
@@ -135,8 +134,7 @@ def plan_early(raw: Mapping[str, Any], started: float) -> EarlyPlan | None:
         return None
     stop = raw.get("stop")
     seconds = stop.get("max_wallclock_time") if isinstance(stop, Mapping) else None
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)
-                                or not math.isfinite(seconds) or seconds <= 0):
+    if seconds is not None and (not is_finite_number(seconds) or seconds <= 0):
         return None
     threads = threads_per_process(usable_cores(), len(slots) * len(slots[0].devices))
     return EarlyPlan(dict(raw), kind, slots, threads, deadline_of(started, seconds), folder)

@@ -23,7 +23,6 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +33,7 @@ from optuna.distributions import (
     IntDistribution,
 )
 
-from lightning_hpo.errors import ConfigError
+from lightning_hpo.errors import ConfigError, is_finite_number
 from lightning_hpo.launch.cli_spec import SECTIONS
 
 __all__ = ["KINDS", "Space", "check_in_space", "parse_space", "suggest", "to_yaml"]
@@ -59,7 +58,7 @@ def _parse_range(field: str, kind: str, bounds: Any) -> tuple[Any, Any]:
     if kind == "randint":
         if not all(isinstance(b, int) and not isinstance(b, bool) for b in (low, high)):
             raise ConfigError(field, f"bounds must be integers, got {bounds!r}")
-    elif not all(_is_number(b) and math.isfinite(b) for b in (low, high)):
+    elif not all(is_finite_number(b) for b in (low, high)):
         raise ConfigError(field, f"bounds must be finite numbers, got {bounds!r}")
     if low >= high:
         raise ConfigError(
@@ -111,6 +110,12 @@ def _parse_one(name: str, spec: Any, field: str, dotted: bool = False) -> BaseDi
             raise ConfigError(sub, "choices must be numbers, strings, booleans or null")
         if len(set(map(repr, value))) != len(value):
             raise ConfigError(sub, f"choices must be distinct, got {list(value)!r}")
+        equal = [(a, b) for i, a in enumerate(value) for b in value[i + 1:] if a == b]
+        if equal:  # Optuna finds a choice by ==: a trial that draws true would get 1
+            a, b = equal[0]
+            raise ConfigError(sub, f"choices must be distinct, got {list(value)!r}: {a!r} and "
+                              f"{b!r} are equal to Python (and Optuna, which would give the "
+                              "first for both); quote them as strings to keep both")
         return CategoricalDistribution(list(value))
     low, high = _parse_range(sub, kind, value)
     if kind == "randint":
@@ -148,7 +153,9 @@ def parse_space(raw: Any, field: str = "space", *, dotted: bool = False) -> Spac
                                   f"or data argument's own name (space.{own})")
             what = ("dotted keys of the CLI (model.hidden_dim, optimizer.init_args.lr)" if dotted
                     else "identifiers")
-            raise ConfigError(f"{field}.{name}", f"hyperparameter names must be {what}")
+            read = (f" (YAML read this key as {type(name).__name__} {name!r}: quote it)"
+                    if not isinstance(name, str) and name is not None else "")
+            raise ConfigError(f"{field}.{name}", f"hyperparameter names must be {what}{read}")
         space[name] = _parse_one(name, spec, f"{field}.{name}", dotted)
     return space
 

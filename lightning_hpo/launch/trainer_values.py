@@ -19,9 +19,10 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
+
+from lightning_hpo.errors import is_finite_number
 
 __all__ = [
     "ALLOWED", "NEEDED", "batch_count_refusal", "batch_size_refusal", "binding_refusal",
@@ -35,8 +36,7 @@ def _int_at_least(low: int) -> Callable[[Any], bool]:
 
 
 def _number_at_least_zero(value: Any) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value) and value >= 0)
+    return is_finite_number(value) and value >= 0
 
 
 def _flag(value: Any) -> bool:
