@@ -945,8 +945,8 @@ def test_a_whole_cli_section_in_the_space_is_refused_naming_it(section: str, spe
         parse_config({**CLI_BASE, "space": space})
     assert info.value.field == f"space.{section}"
     assert info.value.message.startswith(
-        f"would search the whole {section} section, which no number can be: search one of its "
-        f"arguments by its dotted key (space.{section}.init_args.x, as this space does)")
+        f"names the whole {section} section, not one of its arguments: search an argument by "
+        f"its dotted key (space.{section}.init_args.x, as this space does)")
     assert ("choose among classes" in info.value.message) == (section != "trainer")
     other = "data" if section == "model" else "model"  # no key of the section to show
     with pytest.raises(ConfigError, match=rf"\(space.{section}.<argument>, as the CLI's fit "):

@@ -885,9 +885,8 @@ def _whole_section(name: str, dist: Any, space: Mapping[str, Any]) -> None:
                f"space.{name}.<argument>, as the CLI's fit --help lists them")
     classes = ("" if name == "trainer" else f", or choose among classes ({name}: {{choice: "
                "[package.module.A, package.module.B]})")
-    raise ConfigError(f"space.{name}", f"would search the whole {name} section, which no number "
-                      f"can be: search one of its arguments by its dotted key ({example})"
-                      f"{classes}")
+    raise ConfigError(f"space.{name}", f"names the whole {name} section, not one of its "
+                      f"arguments: search an argument by its dotted key ({example}){classes}")
 
 
 def _max_epochs(pruner: PrunerSpec, trainer_epochs: int | None,
@@ -1017,10 +1016,9 @@ def check_against_registry(cfg: Config) -> list[str]:
     data_params = datamodule_hyperparameters(cfg.data)
     for name in cfg.space:
         if name not in model_params and name not in data_params:
+            params = {"model": model_params, "data": data_params}.get(name)
             section = (f"; {name} is the section, not one of its arguments: search one of "
-                       f"those by its own name (space.{next(iter(params))})"
-                       if (params := {"model": model_params, "data": data_params}.get(name))
-                       else "")
+                       f"those by its own name (space.{next(iter(params))})" if params else "")
             raise ConfigError(
                 f"space.{name}", f"is not a hyperparameter of model {cfg.model} "
                 f"({', '.join(model_params)}) or data {cfg.data} ({', '.join(data_params)})"

@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -271,12 +271,13 @@ def _not_text(value: Any) -> bool:
 def read_config(path: str | Path | None, overrides: Sequence[str] = ()) -> dict[str, Any]:
     """:func:`read_yaml` with ``--set`` overrides applied (:func:`apply_overrides`).
 
-    A ``study`` that YAML read as a number (``study: 0777`` is octal 511) or a boolean
-    (``study: yes``) is refused here, where
-    the text it was read from is known, so the advice quotes the name as it was typed.
+    A ``study`` that YAML read as a number (``study: 0777`` is octal 511), a boolean
+    (``study: yes``) or a date is refused here, where the text it was read from is known, so
+    the advice quotes the name as it was typed.
 
     Raises:
-        ConfigError: as :func:`read_yaml` and :func:`apply_overrides`; ``study`` for a number.
+        ConfigError: as :func:`read_yaml` and :func:`apply_overrides`; ``study`` for a name
+            YAML read as something else than text.
 
     Example::
 
@@ -376,7 +377,8 @@ def resolve_config(path: str | Path | None) -> Path:
 
 
 
-def study_name(study: Any, typed: str | None = None, source: str = "file") -> str:
+def study_name(study: Any, typed: str | None = None,
+               source: Literal["file", "--set"] = "file") -> str:
     """``study``: the study's name, which also names its folder under ``run_dir``.
 
     Args:
@@ -405,17 +407,14 @@ def study_name(study: Any, typed: str | None = None, source: str = "file") -> st
         return study
     number = isinstance(study, int | float) and not isinstance(study, bool)
     typed = typed if _not_text(study) else None  # what YAML read as something else than text
-    if isinstance(study, bool):
-        read = f"the boolean {str(study).lower()}"
-    elif number:
-        read = "a number" if typed == str(study) else f"the number {study}"
-    else:
-        read = "a date"
-    if typed is not None and _NAME.match(typed):
-        quoted = f"--set study='\"{typed}\"'" if source == "--set" else f'study: "{typed}"'
-        raise ConfigError("study", f"is {typed}, which YAML reads as {read}: quote the name, "
-                          f"{quoted}")
-    shown = repr(study) if typed is None else f"{typed} (YAML reads {read})"
+    shown = repr(study)
+    if typed is not None:
+        read = _reading(study, typed)
+        if _NAME.match(typed):
+            quoted = f"--set study='\"{typed}\"'" if source == "--set" else f'study: "{typed}"'
+            raise ConfigError("study", f"is {typed}, which YAML reads as {read}: quote the "
+                              f"name, {quoted}")
+        shown = f"{typed} (YAML reads {read})"
     quote = (" (a number, not a name: in YAML, write the name in quotes, study: \"0777\")"
              if number and typed is None else "")
     raise ConfigError(
@@ -423,6 +422,21 @@ def study_name(study: Any, typed: str | None = None, source: str = "file") -> st
         f"is {shown}, but must be 1-128 ASCII letters, digits, '.', '_' or '-', starting with a "
         f"letter or digit (it names a folder under run_dir){quote}",
     )
+
+
+def _reading(value: Any, typed: str) -> str:
+    """What YAML read the plain scalar ``typed`` as, in words (``value``: what it read).
+
+    Example::
+
+        >>> _reading(511, "0777"), _reading(123, "123"), _reading(True, "yes")
+        ('the number 511', 'a number', 'the boolean true')
+    """
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return "a number" if typed == str(value) else f"the number {value}"
+    return "a date"
 
 
 def run_dir_of(run_dir: Any) -> str:
