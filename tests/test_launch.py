@@ -827,3 +827,31 @@ def test_check_on_an_sql_database_says_the_config_is_compared_by_the_run(
     assert code == 0, out.err
     assert "not compared by --check on an SQL database" in out.out, out.out
     assert not database.exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--bogus"], "error: unrecognized arguments: --bogus (the options: --set KEY=VALUE, "
+                  "--quiet, --check, --list-configs; --help explains them)"),
+    (["--set"], "error: set: needs a value (--set KEY=VALUE)"),
+    (["postgresql://hpo:s3cret@db/studies"],
+     "error: config: is a URL (postgresql://hpo:***@db/studies), but must be a YAML file or a "
+     "shipped config's name; a storage URL goes in --set storage=URL"),
+    (["--check", "--set", "stop.n_trials=postgresql://hpo:s3cret@db/studies"],
+     "error: stop.n_trials: is 'postgresql://hpo:***@db/studies', but must be an integer from 1 "
+     "to 10000"),
+], ids=["unknown-flag", "flag-without-value", "url-as-config", "url-in-a-bad-value"])
+def test_the_launchers_refusals_are_one_line_and_mask_passwords(
+    argv: list[str], said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """argparse's refusals printed its usage block; a storage URL typed where the config goes
+    was read as a file path (``postgresql:/hpo:s3cret@db/studies``, password shown), and a URL
+    in a refused value was printed as it was. Now one line, exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = launcher_main(argv)
+    except SystemExit as exit_:  # argparse's refusals exit from parse_args
+        code = exit_.code  # type: ignore[assignment]
+    out = capsys.readouterr()
+    assert code == 2 and out.err.splitlines() == [said], out.err
+    assert "s3cret" not in out.out + out.err and list(tmp_path.iterdir()) == []

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from lightning_hpo._cli import OneLineParser
 from lightning_hpo.launch._exit import fast_exit
 
 # grpc (a grpc:// storage) logs a TLS handshake's failure on stderr from its C core before the
@@ -90,8 +91,8 @@ def process_start_time() -> float:
     return time.time() - max(age, 0.0)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="python -m lightning_hpo.launch",
         description="Run an asynchronous multi-fidelity HPO study on every device of this "
         "machine: a new trial starts the moment a slot is free. Several machines join one study "
@@ -100,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         "--set stop.n_trials=20 --set pruner.max_resource=9",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("config", nargs="?", type=Path,
+    parser.add_argument("config", nargs="?",  # as typed: Path("a://b") would read "a:/b"
                         help="config YAML file, or the name of a shipped config: "
                         f"{', '.join(shipped_configs())} (default: quickstart)")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
@@ -134,8 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check:
             early = start_early(raw, started)
         return _run(args, raw, config_file, started, early)
-    except ConfigError as error:  # the file itself (not YAML, a bad --set): no storage to mask
-        print(f"error: {error}", file=sys.stderr)
+    except ConfigError as error:  # the file itself (not YAML, a bad --set)
+        from lightning_hpo.storage import mask_text  # only when refusing: it imports Optuna
+
+        print(f"error: {mask_text(str(error), '')}", file=sys.stderr)  # a URL in a --set value
         return EXIT_BAD_INPUT
     except WorkerError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -174,7 +177,7 @@ def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, start
         outcome = launch(cfg, console=console, mode=mode, check=args.check,
                          config_file=config_file, started=started, early=early)
     except ConfigError as error:
-        message = mask_text(str(error), storage_spec) if storage_spec else str(error)
+        message = mask_text(str(error), storage_spec)  # any URL's password, not only the spec's
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as error:  # the storage gone mid-run: one line; anything else: as is

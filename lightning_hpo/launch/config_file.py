@@ -364,9 +364,18 @@ def resolve_config(path: str | Path | None) -> Path:
         True
         >>> str(resolve_config("experiments/mine.yaml"))
         'experiments/mine.yaml'
+
+    Raises:
+        ConfigError: ``config`` for a URL that is not a file here (a storage URL typed where
+            the config goes), its password masked.
     """
     if path is None:
         return DEFAULT_CONFIG
+    if "://" in str(path) and not Path(path).exists():  # a storage URL typed where CONFIG goes
+        from lightning_hpo.storage import mask  # only when refusing: it imports Optuna
+
+        raise ConfigError("config", f"is a URL ({mask(str(path))}), but must be a YAML file or "
+                          "a shipped config's name; a storage URL goes in --set storage=URL")
     path = Path(path)
     if len(path.parts) == 1 and not path.exists():
         shipped = shipped_configs().get(path.name.removesuffix(".yaml"))

@@ -17,13 +17,13 @@ or SIGTERM. Bad input prints one line naming the field and exits with code 2.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import signal
 import sys
 import threading
 from types import FrameType
 
+from lightning_hpo._cli import OneLineParser
 from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError
 from lightning_hpo.proxy import DEFAULT_THREADS, serve
 from lightning_hpo.storage import DEFAULT_PROXY_PORT, mask, mask_text
@@ -31,8 +31,8 @@ from lightning_hpo.storage import DEFAULT_PROXY_PORT, mask, mask_text
 _GRACE = 5.0  # seconds calls in progress get to finish at shutdown
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> OneLineParser:
+    parser = OneLineParser(
         prog="python -m lightning_hpo.proxy",
         description="Optuna's gRPC storage proxy in front of one storage, with lightning_hpo's "
         "service on the same port (ASHA rung records, launcher claims and locks). Workers then "
