@@ -335,3 +335,21 @@ def test_report_cli_exits_0_on_a_study_with_open_and_left_open_segments(
     assert segments.loc[segments["end_s"].isna(), "trial"].tolist() == [2]
     curves = pd.read_csv(out / "curves.csv")
     assert set(curves.loc[curves["trial"].isin([1, 4]), "status"]) == {"PAUSED"}
+
+
+def test_one_epoch_of_compute_is_said_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A study of one trial that trained one epoch read "Compute: 1 epochs"."""
+    spec = str(tmp_path / "one.journal")
+
+    def objective(trial: optuna.Trial) -> float:
+        trial.report(0.5, step=1)
+        return 0.5
+
+    optuna.create_study(study_name="one", storage=open_storage(spec)).optimize(objective,
+                                                                             n_trials=1)
+    assert main(["--storage", spec, "--out", str(tmp_path / "out")]) == 0
+    compute = next(line for line in capsys.readouterr().out.splitlines()
+                   if line.startswith("Compute: "))
+    assert compute.startswith("Compute: 1 epoch, "), compute

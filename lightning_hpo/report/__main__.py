@@ -320,8 +320,9 @@ def _report(args: argparse.Namespace, console: Console) -> None:
     device_s = summary["device_seconds"]
     running = (f" (+ {summary['unfinished']} trial(s) training now: the segment in flight not "
                "counted in device-s)" if summary["unfinished"] else "")
-    spent = (f"{summary['epochs']} epochs" if info.resource == "epoch" else
-             f"{summary['epochs']} steps (up to each trial's last report)")
+    n = summary["epochs"]
+    spent = (f"{n} epoch{'s' * (n != 1)}" if info.resource == "epoch" else
+             f"{n} step{'s' * (n != 1)} (up to each trial's last report)")
     hours = f" ({device_s / 3600:.3g} device-h)" if device_s >= 36 else ""  # 0.01 h and up
     console.print(f"Compute: {spent}, {device_s:.1f} device-s{hours}{slots} in "
                   f"{_duration(summary['wall_clock_s'])} wall-clock{running}")
