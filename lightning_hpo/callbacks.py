@@ -26,6 +26,7 @@ COMPLETE, to be compared with trials that trained every epoch. The next ``fit`` 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -55,6 +56,10 @@ _lock = threading.Lock()  # _stopped and _resources: study.optimize(n_jobs=...) 
 #: What each study's reported steps count, as read or written by this process (_note_resource):
 #: storage -> {study id: resource}.
 _resources: weakref.WeakKeyDictionary[BaseStorage, dict[int, str]] = weakref.WeakKeyDictionary()
+#: The last step each trial reported through a callback of this process, and that callback's
+#: id: trial -> (step, id(callback)). Every DDP rank keeps the same (each rank's callback runs
+#: ``_decide`` at the same steps). FixedTrial and FrozenTrial replays record nothing: not kept.
+_reported: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
 _told = False  # the forgotten raise_if_pruned was said (once a process)
 _hinted = False  # "validated often, judged once: resource='step'" was said (once a process)
 
@@ -74,7 +79,11 @@ class PruningCallback(L.Callback):
 
     Args:
         trial: the trial of the objective (an :class:`optuna.trial.Trial`, or what
-            :func:`lightning_hpo.create_study`'s ``optimize`` passes to the objective).
+            :func:`lightning_hpo.create_study`'s ``optimize`` passes to the objective; a
+            ``FixedTrial`` replay reports nothing). One callback per trial and ``Trainer``; a
+            trial's steps are reported once, so a later fit of it from a step already reported
+            (with this callback or another) is refused when it starts, and so is a trial that
+            already ended.
         monitor: a metric the LightningModule logs in validation (or per training epoch), e.g.
             ``"validation_error"``; in a study with several objectives
             (``create_study(directions=[...])``), a list of them, one per objective in the
@@ -119,6 +128,13 @@ class PruningCallback(L.Callback):
         resource: Literal["epoch", "step"] = "epoch",
     ) -> None:
         super().__init__()
+        missing = [name for name in ("report", "should_prune")
+                   if not callable(getattr(trial, name, None))]
+        if missing:
+            raise ConfigError("trial", (
+                f"is {_shown(trial)}, which has no {' or '.join(missing)}: give the trial "
+                "Optuna passes to the objective (def objective(trial): ... "
+                "PruningCallback(trial, monitor=...))"))
         if resource not in RESOURCES:
             raise ConfigError("resource", f"is {resource!r}; allowed: " + "; ".join(
                 f"'{name}' (reports at {what})" for name, what in RESOURCES.items()))
@@ -136,7 +152,6 @@ class PruningCallback(L.Callback):
         self._skipped = False  # a validation that logged nothing new was not reported
         self._judged: int | None = None  # the last step this fit's validations were looked at
         self._from_start = True  # this fit trains from scratch (no checkpoint's steps)
-        self._history: tuple[Any, int] | None = None  # (trial, last step reported), all fits
         self._seen: tuple[Any, ...] | None = None  # the monitored metrics' objects last reported
         self._fit_here = False  # a fit of this process ran this object's hooks
 
@@ -155,6 +170,15 @@ class PruningCallback(L.Callback):
         self._from_start = True
         self._seen = None
         self._fit_here = True
+        twin = next((callback for callback in getattr(trainer, "callbacks", ())  # set by fit
+                     if isinstance(callback, PruningCallback) and callback is not self
+                     and callback.trial is self.trial), None)
+        if twin is not None:  # every rank has the same callbacks: each raises, none waits
+            raise ConfigError("callbacks", (
+                f"hold two PruningCallbacks of trial {self.trial.number} (monitor "
+                f"{self.monitor!r} and {twin.monitor!r}); Optuna keeps the first value reported "
+                "at a step, so the second's would be dropped: give the Trainer one (in a study "
+                "with several objectives, one callback with monitor=[...], one per objective)"))
         refusal: tuple[str, str] | None = None
         if trainer.is_global_zero:
             if os.getpid() != self._pid:  # a copy, in a process the fit started (ddp_spawn)
@@ -176,6 +200,12 @@ class PruningCallback(L.Callback):
         study = getattr(self.trial, "study", None)
         if study is None:
             return None
+        if hasattr(self.trial, "_trial_id"):
+            state = storage_of(study).get_trial(trial_id_of(self.trial)).state
+            if state.is_finished():
+                return ("trial", f"trial {self.trial.number} already ended {state.name} (study."
+                        "tell, or a trial of an earlier optimize), and Optuna refuses its reports: "
+                        "give the fit a running trial (study.ask(), or the objective's trial)")
         objectives = len(study.directions)
         if objectives != len(self._monitors):
             return ("monitor", f"names {len(self._monitors)} metric(s) {list(self._monitors)}, "
@@ -206,14 +236,16 @@ class PruningCallback(L.Callback):
         reported (the loops are restored by now: a fit resumed from its checkpoint goes on).
         Every rank knows the same history: each raises, none waits for another."""
         self._from_start = trainer.current_epoch == 0 and trainer.global_step == 0
-        if self._history is None or self._history[0] is not self.trial:  # another trial
+        earlier = _last_reported(self.trial)
+        if earlier is None:  # no fit of this process reported for this trial
             return
         first = (trainer.current_epoch if self.resource == "epoch" else trainer.global_step) + 1
-        last = self._history[1]
+        last, by = earlier
         if first <= last:
+            through = "this callback" if by == id(self) else "another PruningCallback"
             raise ConfigError("trial", (
                 f"trial {self.trial.number} already reported {self.resource}s up to {last} "
-                f"through this callback in an earlier fit; this fit starts at {self.resource} "
+                f"through {through} in an earlier fit; this fit starts at {self.resource} "
                 f"{first}, whose values Optuna would drop (it keeps a step's first report) "
                 "while the pruner judged the earlier fit's: give each fit its own trial (and "
                 "callback), or resume the earlier fit from its checkpoint "
@@ -260,8 +292,8 @@ class PruningCallback(L.Callback):
             return
         self._seen = current
         self._reported += 1
-        values = [self._read_metric(trainer, name) for name in self._monitors]
-        self._history = (self.trial, step)  # every rank: kept across fits
+        values = [self._read_metric(trainer, name, step) for name in self._monitors]
+        _note_reported(self.trial, step, self)  # every rank: kept across fits and callbacks
         should_prune = False
         if trainer.is_global_zero:
             should_prune = self._report(values, step)
@@ -363,10 +395,12 @@ class PruningCallback(L.Callback):
                 return not_logged("monitor", name, metrics, f"{self.resource} {self._judged}")
         return None
 
-    def _read_metric(self, trainer: L.Trainer, name: str) -> float:
+    def _read_metric(self, trainer: L.Trainer, name: str, step: int) -> float:
         value = float(trainer.callback_metrics[name])
-        if not math.isfinite(value):
-            _logger.warning("%s is %s at epoch %d", name, value, trainer.current_epoch + 1)
+        if not math.isfinite(value) and trainer.is_global_zero:
+            _logger.warning("PruningCallback: trial %d: %s is %s at %s %d, reported as it is "
+                            "(ASHAPruner and HyperbandPruner stop such a trial)",
+                            self.trial.number, name, value, self.resource, step)
         return value
 
     def raise_if_pruned(self) -> None:
@@ -443,6 +477,37 @@ def _note_resource(trial: Any, resource: str) -> str | None:
     return (f"is {resource!r}, but study '{study.study_name}' counts {stored}s (its first "
             f"PruningCallback had resource={stored!r}), and its pruner's rungs cannot mix epochs "
             f"and steps; keep resource={stored!r} or use a new study_name")
+
+
+def _last_reported(trial: Any) -> tuple[int, int] | None:
+    """The last step ``trial`` reported through a callback of this process, and that
+    callback's id; None when none did (or the trial records nothing: a replay)."""
+    if isinstance(trial, _REPLAYS):
+        return None
+    with _lock:
+        try:
+            return _reported.get(trial)
+        except TypeError:  # a trial-like object that cannot be weakly referenced
+            return None
+
+
+def _note_reported(trial: Any, step: int, callback: PruningCallback) -> None:
+    """Keep that ``callback`` reported ``step`` for ``trial`` (see :func:`_last_reported`)."""
+    if isinstance(trial, _REPLAYS):
+        return
+    with _lock, contextlib.suppress(TypeError):  # not weakly referable: refits go unchecked
+        _reported[trial] = (step, id(callback))
+
+
+#: Trials whose ``report`` does nothing (a replay of a configuration): nothing to drop.
+_REPLAYS = (optuna.trial.FixedTrial, optuna.trial.FrozenTrial)
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: its repr, cut short, and its type."""
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
 
 
 def _remember_stopped(trial: Any) -> None:

@@ -678,3 +678,92 @@ def test_a_fit_judged_once_though_it_validated_often_points_at_resource_step(
         "epoch ends only (1 time(s)): for a model trained by steps, PruningCallback(..., "
         "resource='step') reports each validation at its global_step (the pruner's rungs then "
         "count steps); said once"]
+
+
+# --- What a stranger passes the callback (found by using it as optuna-integration's) ----------
+
+
+@pytest.mark.parametrize("given", [None, 0, "study"], ids=["none", "number", "study"])
+def test_what_is_not_a_trial_is_refused_when_the_callback_is_made(given: Any) -> None:
+    """Not an Optuna trial (the study, a trial number): one line when the callback is made,
+    not an AttributeError from ``report`` after the first epoch trained."""
+    trial = optuna.create_study() if given == "study" else given
+    with pytest.raises(ConfigError) as info:
+        PruningCallback(trial, monitor="epochs_seen")
+    message = str(info.value)
+    assert message.startswith("trial: is ") and "which has no report or should_prune" in message
+    assert f"({type(trial).__name__})" in message
+
+
+def test_two_callbacks_of_one_trial_in_one_trainer_are_refused_before_training() -> None:
+    """The second callback's values went nowhere (Optuna keeps a step's first report and warns
+    each epoch); now ``fit`` refuses before an epoch trains."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    first = PruningCallback(trial, monitor="epochs_seen")
+    second = PruningCallback(trial, monitor="train_epochs")
+    trainer = _trainer(first, max_epochs=2)
+    trainer.callbacks.append(second)
+    model = _Progress()
+    with pytest.raises(ConfigError) as info:
+        trainer.fit(model, _loader(), _loader())
+    assert str(info.value).startswith(
+        "callbacks: hold two PruningCallbacks of trial 0 (monitor 'epochs_seen' and "
+        "'train_epochs')")
+    assert trainer.global_step == 0 and study.trials[0].intermediate_values == {}
+
+
+def test_a_new_callback_refitting_a_trial_from_the_start_is_refused() -> None:
+    """A second fit of the trial with a callback of its own (as a cross-validation loop does)
+    reported epochs 1-2 again: Optuna dropped those values and the pruner judged the first
+    fit's. It is refused as the same callback's refit is; a resumed fit goes on."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    _trainer(PruningCallback(trial, monitor="epochs_seen"), max_epochs=2).fit(
+        _Progress(), _loader(), _loader())
+    with pytest.raises(ConfigError) as info:
+        _trainer(PruningCallback(trial, monitor="epochs_seen"), max_epochs=3).fit(
+            _Progress(), _loader(), _loader())
+    assert str(info.value).startswith(
+        "trial: trial 0 already reported epochs up to 2 through another PruningCallback in an "
+        "earlier fit; this fit starts at epoch 1")
+    assert study.trials[0].intermediate_values == {1: 1.0, 2: 2.0}
+    # another trial of the same study is a fit of its own
+    other = study.ask()
+    _trainer(PruningCallback(other, monitor="epochs_seen"), max_epochs=1).fit(
+        _Progress(), _loader(), _loader())
+    assert study.trials[1].intermediate_values == {1: 1.0}
+    # a FixedTrial (a replay) records nothing, so nothing is dropped: not refused
+    replay = optuna.trial.FixedTrial({})
+    for _ in range(2):
+        callback = PruningCallback(replay, monitor="epochs_seen")
+        _trainer(callback, max_epochs=1).fit(_Progress(), _loader(), _loader())
+        assert not callback.pruned
+
+
+def test_a_finished_trial_is_refused_before_training() -> None:
+    """A trial already told: Optuna's UpdateFinishedTrialError came after the first epoch."""
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    trial = study.ask()
+    study.tell(trial, 1.0)
+    trainer = _trainer(PruningCallback(trial, monitor="epochs_seen"), max_epochs=2)
+    with pytest.raises(ConfigError) as info:
+        trainer.fit(_Progress(), _loader(), _loader())
+    assert str(info.value).startswith("trial: trial 0 already ended COMPLETE (study.tell")
+    assert trainer.global_step == 0
+
+
+def test_a_non_finite_value_is_said_at_its_step(caplog: pytest.LogCaptureFixture) -> None:
+    """By steps, the warning named the epoch ("at epoch 1") of a value reported at step 4."""
+
+    class _Nan(_Progress):
+        def validation_step(self, batch: Any, batch_idx: int) -> None:
+            self.log("epochs_seen", float("nan"))
+
+    study = optuna.create_study(pruner=optuna.pruners.NopPruner())
+    callback = PruningCallback(study.ask(), monitor="epochs_seen", resource="step")
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.callbacks"):
+        _trainer(callback, max_epochs=1).fit(_Nan(), _loader(), _loader())
+    said = [r.getMessage() for r in caplog.records if "nan" in r.getMessage()]
+    assert said == ["PruningCallback: trial 0: epochs_seen is nan at step 4, reported as it is "
+                    "(ASHAPruner and HyperbandPruner stop such a trial)"]
