@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -170,6 +171,30 @@ def _pareto_continues(
     return keep
 
 
+#: Why Optuna's ``"auto"`` is refused, per argument: what to give instead.
+_AUTO = {
+    "min_resource": "give the first rung in epochs (1 is the usual choice)",
+    "max_resource": "give the epochs a trial may train",
+}
+
+
+def _resource(name: str, value: Any, unbounded: bool = False) -> Any:
+    """A pruner argument as the ladder checks it: a NumPy integer as an ``int`` (its settings
+    are written as JSON); Optuna's ``"auto"`` refused, saying why (and, where ``unbounded``,
+    that None is a ladder without a top)."""
+    if isinstance(value, str) and value == "auto" and name in _AUTO:
+        raise ValueError(
+            f"The value of `{name}` is 'auto', but must be an integer: Optuna's 'auto' is read "
+            "from the first trial to finish, which the processes of one study would read at "
+            f"different times (and ASHA's rungs would move under recorded values); {_AUTO[name]}"
+            + (" (or None: a ladder without a top)." if unbounded and name == "max_resource"
+               else ".")
+        )
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
 @dataclass(frozen=True)
 class _Ladder:
     """One bracket's rungs (epochs); unbounded when ``max_resource`` is None."""
@@ -265,7 +290,8 @@ class ASHAPruner(optuna.pruners.BasePruner):
         reduction_factor: keep one in ``reduction_factor`` trials at each rung (``>= 2``).
 
     Raises:
-        ValueError: an argument is out of range, naming it.
+        ValueError: an argument is out of range, naming it (NumPy integers are integers;
+            Optuna's ``"auto"`` is refused, saying why).
 
     Example::
 
@@ -293,6 +319,9 @@ class ASHAPruner(optuna.pruners.BasePruner):
     def __init__(
         self, min_resource: int = 1, *, max_resource: int | None = None, reduction_factor: int = 3
     ) -> None:
+        min_resource = _resource("min_resource", min_resource)
+        max_resource = _resource("max_resource", max_resource, unbounded=True)
+        reduction_factor = _resource("reduction_factor", reduction_factor)
         self._ladder = _Ladder(min_resource, max_resource, reduction_factor)  # validates
         self._note = _SettingsNote({
             "name": "asha",
@@ -362,7 +391,8 @@ class HyperbandPruner(HyperbandBase):
         reduction_factor: keep one in ``reduction_factor`` trials at each rung (``>= 2``).
 
     Raises:
-        ValueError: an argument is out of range or missing, naming it.
+        ValueError: an argument is out of range or missing, naming it (NumPy integers are
+            integers; Optuna's ``"auto"`` is refused, saying why).
 
     Example::
 
@@ -386,6 +416,9 @@ class HyperbandPruner(HyperbandBase):
     def __init__(
         self, min_resource: int = 1, max_resource: int | None = None, reduction_factor: int = 3
     ) -> None:
+        min_resource = _resource("min_resource", min_resource)
+        max_resource = _resource("max_resource", max_resource)
+        reduction_factor = _resource("reduction_factor", reduction_factor)
         if max_resource is None:
             raise ValueError(
                 "The value of `max_resource` is None, but must be an integer "

@@ -415,6 +415,36 @@ def test_constructor_errors_name_the_argument(kwargs: dict, message: str) -> Non
         HyperbandPruner(**{"max_resource": 27, **kwargs})
 
 
+@pytest.mark.parametrize("name", ["min_resource", "max_resource"])
+def test_optunas_auto_is_refused_saying_what_to_give(name: str) -> None:
+    """Optuna's default ``"auto"`` got "must be an integer" and no word on why or what."""
+    for pruner, others in ((ASHAPruner, {}), (HyperbandPruner, {"max_resource": 27})):
+        with pytest.raises(ValueError) as info:
+            pruner(**{**others, name: "auto"})  # type: ignore[arg-type]
+        message = str(info.value)
+        assert message.startswith(f"The value of `{name}` is 'auto', but must be an integer: "
+                                  "Optuna's 'auto' is read from the first trial to finish")
+        assert message.endswith("(1 is the usual choice)." if name == "min_resource" else
+                                "(or None: a ladder without a top)." if pruner is ASHAPruner
+                                else "give the epochs a trial may train.")
+
+
+def test_numpy_integers_are_integers(storage: StorageSpec) -> None:
+    """``max_resource=np.int64(9)`` was refused as "is np.int64(9), but must be an integer"."""
+    import numpy as np
+
+    asha = ASHAPruner(min_resource=np.int64(1), max_resource=np.int64(9),
+                      reduction_factor=np.int64(3))
+    hyperband = HyperbandPruner(np.int64(1), np.int64(27), np.int64(3))
+    assert repr(asha) == "ASHAPruner(min_resource=1, max_resource=9, reduction_factor=3)"
+    assert type(asha.max_resource) is int and hyperband.n_brackets == 4
+    study = optuna.create_study(storage=storage.make(), study_name="np", pruner=asha)
+    trial = study.ask()
+    trial.report(0.5, step=1)
+    assert not trial.should_prune()  # its settings are written to the study as JSON
+    assert _stored_settings(storage, "np")["max_resource"] == 9
+
+
 def test_hyperband_needs_max_resource() -> None:
     with pytest.raises(ValueError, match=r"`max_resource` is None"):
         HyperbandPruner(min_resource=1)
