@@ -19,7 +19,7 @@ from _support import TESTS, config_file, states, study_of, wait_for
 from optuna.trial import TrialState
 
 import lightning_hpo.launch
-from lightning_hpo.errors import TrialsFailedError
+from lightning_hpo.errors import ConfigError, TrialsFailedError
 from lightning_hpo.launch import runner
 from lightning_hpo.launch.runner import Outcome
 from lightning_hpo.schema import ATTR
@@ -113,3 +113,32 @@ def test_run_hands_sigterm_to_the_callers_handler_and_returns_where_it_returns(
 def test_an_outcome_names_the_signal_that_stopped_it() -> None:
     assert Outcome(None, "stopped by SIGUSR1").stopped_by is signal.SIGUSR1
     assert Outcome(None, "all trials done", "every trial ...").stopped_by is None
+
+
+@pytest.mark.parametrize(
+    ("config", "overrides", "message"),
+    [
+        ({"study": "s"}, "stop.n_trials=2",
+         "overrides: is the string 'stop.n_trials=2', but must be a list of them: "
+         "['stop.n_trials=2']"),
+        ({"study": "s"}, ["stop.n_trials=2", 3],
+         "overrides: holds 3 (int), but must hold 'key.sub=value' strings only"),
+        ({"study": "s"}, 3, "overrides: is 3 (int), but must be a list of 'key.sub=value' strings"),
+        (123, (), "config: is 123 (int), but must be a mapping (the YAML file's content), a "
+         "config file's path or a shipped config's name"),
+        ([("study", "s")], (), "config: is [('study', 's')] (list), but must be a mapping"),
+    ],
+    ids=["overrides-one-string", "override-not-a-string", "overrides-int", "config-int",
+         "config-list"],
+)
+def test_run_refuses_arguments_of_the_wrong_kind_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: Any, overrides: Any, message: str
+) -> None:
+    """One string of overrides was read character by character ("--set: 's' must look like
+    key.sub=value"); an int override was an AttributeError, an int or list config a TypeError.
+    Nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as info:
+        lightning_hpo.launch.run(config, overrides)
+    assert str(info.value).startswith(message)
+    assert list(tmp_path.iterdir()) == []

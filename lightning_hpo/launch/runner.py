@@ -118,10 +118,15 @@ def run(
                      "pruner": {"name": "asha", "mode": "promotion", "max_resource": 9},
                      "stop": {"n_trials": 20}}, ["stop.n_trials=10"])
     """
+    overrides = _override_list(overrides)
     if isinstance(config, Mapping):
         cfg = parse_config(apply_overrides(config, overrides))
-    else:
+    elif config is None or isinstance(config, (str, os.PathLike)):
         cfg = load_config(resolve_config(config), overrides)
+    else:
+        raise ConfigError("config", (
+            f"is {_shown(config)}, but must be a mapping (the YAML file's content), a config "
+            "file's path or a shipped config's name"))
     console = Console(highlight=False, markup=False, soft_wrap=True)
     outcome = launch(cfg, console=console, mode="quiet" if quiet else "lines")
     assert outcome.study is not None
@@ -130,6 +135,42 @@ def run(
     if outcome.failed is not None:
         raise TrialsFailedError(outcome.failed, outcome.study)
     return outcome.study
+
+
+def _override_list(overrides: Any) -> list[str]:
+    """:func:`run`'s ``overrides`` as a list of ``key.sub=value`` strings (None: none).
+
+    Raises:
+        ConfigError: one string instead of a list of them (each of its characters was read as
+            an override), or an item that is not a string.
+
+    Example::
+
+        >>> _override_list(None), _override_list(("stop.n_trials=2",))
+        ([], ['stop.n_trials=2'])
+        >>> _override_list("stop.n_trials=2")
+        Traceback (most recent call last):
+        lightning_hpo.errors.ConfigError: overrides: is the string 'stop.n_trials=2', but ...
+    """
+    if overrides is None:
+        return []
+    if isinstance(overrides, (str, bytes)):
+        raise ConfigError("overrides", f"is the string {overrides!r}, but must be a list of "
+                          f"them: [{overrides!r}]")
+    if not isinstance(overrides, Sequence):
+        raise ConfigError("overrides", f"is {_shown(overrides)}, but must be a list of "
+                          "'key.sub=value' strings")
+    for item in overrides:
+        if not isinstance(item, str):
+            raise ConfigError("overrides", f"holds {_shown(item)}, but must hold "
+                              "'key.sub=value' strings only")
+    return list(overrides)
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: its repr, cut short, and its type."""
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({type(value).__name__})"
 
 
 def launch(
