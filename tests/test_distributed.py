@@ -216,6 +216,18 @@ def test_a_bad_storage_url_is_one_config_error_with_the_password_masked() -> Non
     assert "s3cr3t-pw" not in message and "\n" not in message
 
 
+@pytest.mark.parametrize("storage", [123, b"study.db"], ids=["int", "bytes"])
+def test_a_storage_of_the_wrong_type_is_one_config_error(storage: object) -> None:
+    """It was Optuna's AttributeError ('int' object has no attribute 'create_new_study')."""
+    for call in (lambda: hpo.create_study(storage=storage, study_name="x"),
+                 lambda: hpo.load_study(study_name="x", storage=storage)):
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert str(info.value) == (
+            f"storage: is {storage!r} ({type(storage).__name__}), but must be a journal file "
+            "path, an RDB URL (sqlite:///study.db), an Optuna storage object or None (in memory)")
+
+
 def test_load_study_of_a_missing_sqlite_file_creates_nothing(tmp_path: Path) -> None:
     """On main before the fix ``RDBStorage`` made an empty database at the mistyped path."""
     path = tmp_path / "typo.db"

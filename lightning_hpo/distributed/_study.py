@@ -14,6 +14,7 @@ from optuna.study import StudyDirection
 
 from lightning_hpo.distributed._channel import EndOfTrial, LeaderChannel
 from lightning_hpo.distributed._follower import FollowerStudy, LeaderTrial, Objective
+from lightning_hpo.errors import ConfigError
 from lightning_hpo.storage import StorageSpec
 
 __all__ = [
@@ -139,6 +140,11 @@ def _resolve_storage(storage: str | os.PathLike[str] | BaseStorage | None, *, cr
         storage = os.fspath(storage)
     if isinstance(storage, str):
         return StorageSpec(storage).open(create=create)
+    if not isinstance(storage, BaseStorage):  # Optuna's AttributeError came at first use
+        shown = repr(storage) if len(repr(storage)) <= 60 else repr(storage)[:57] + "..."
+        raise ConfigError("storage", (
+            f"is {shown} ({type(storage).__name__}), but must be a journal file path, an RDB "
+            "URL (sqlite:///study.db), an Optuna storage object or None (in memory)"))
     return storage
 
 
@@ -172,7 +178,8 @@ def create_study(
     (``runs/hpo.journal``, a string or a :class:`pathlib.Path`); a missing file is created.
 
     Raises:
-        ConfigError: ``storage: cannot open <spec, password masked>: <reason>``.
+        ConfigError: ``storage: cannot open <spec, password masked>: <reason>``, or a
+            ``storage`` of another type (a number, bytes).
 
     Example::
 
