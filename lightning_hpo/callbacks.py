@@ -8,8 +8,10 @@ path serves one device and DDP.
 
 Reported at the epoch's end, the value is the epoch's last validation (several with
 ``val_check_interval < 1``), and a metric the training step logs per epoch
-(``on_epoch=True``) is there too. A ``validate()`` outside ``fit`` reports nothing, and nor does
-an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on).
+(``on_epoch=True``) is there too. A ``validate()`` outside ``fit`` reports nothing, and nor do
+an epoch after the pruner said stop (``Trainer(min_epochs=...)`` trains on) and a
+``fast_dev_run`` (a smoke test, which Lightning's EarlyStopping and ModelCheckpoint skip too:
+its values would stay in the pruner's rung records; a monitor it never logs still fails it).
 
 A model trained by steps (``max_steps`` and ``val_check_interval`` in batches, an epoch longer
 than the search can wait for) takes ``resource="step"``: each validation in ``fit`` is reported
@@ -150,6 +152,7 @@ class PruningCallback(L.Callback):
         self._last_step = 0  # the last step reported (resource="step")
         self._pid = os.getpid()  # a fit in processes started for it works on copies (spawn)
         self._skipped = False  # a validation that logged nothing new was not reported
+        self._judged_dev: int | None = None  # the last step fast_dev_run validated (unreported)
         self._judged: int | None = None  # the last step this fit's validations were looked at
         self._from_start = True  # this fit trains from scratch (no checkpoint's steps)
         self._seen: tuple[Any, ...] | None = None  # the monitored metrics' objects last reported
@@ -167,6 +170,7 @@ class PruningCallback(L.Callback):
         self._reported = self._validations = self._last_step = 0
         self._skipped = False
         self._judged = None
+        self._judged_dev = None
         self._from_start = True
         self._seen = None
         self._fit_here = True
@@ -291,6 +295,16 @@ class PruningCallback(L.Callback):
             self._skipped = True
             return
         self._seen = current
+        dev_run = _fast_dev_run(trainer)
+        if dev_run:  # a smoke test of the code: its values are no trial's
+            if trainer.is_global_zero and self._judged_dev is None:
+                _logger.warning(
+                    "PruningCallback: trial %d: fast_dev_run=%r, so nothing is reported and the "
+                    "pruner is not asked (values of a few batches would stay in the rung records "
+                    "every later trial is compared with); Lightning's EarlyStopping and "
+                    "ModelCheckpoint skip it too", self.trial.number, dev_run)
+            self._judged_dev = step
+            return
         self._reported += 1
         values = [self._read_metric(trainer, name, step) for name in self._monitors]
         _note_reported(self.trial, step, self)  # every rank: kept across fits and callbacks
@@ -337,6 +351,8 @@ class PruningCallback(L.Callback):
         if never is not None:
             raise never
         if not trainer.is_global_zero:
+            return
+        if _fast_dev_run(trainer):  # said at its first validation, if it validated
             return
         if not self._reported and (trainer.current_epoch > 0 or trainer.global_step > 0):
             if self.resource == "step" and self._validations:
@@ -477,6 +493,13 @@ def _note_resource(trial: Any, resource: str) -> str | None:
     return (f"is {resource!r}, but study '{study.study_name}' counts {stored}s (its first "
             f"PruningCallback had resource={stored!r}), and its pruner's rungs cannot mix epochs "
             f"and steps; keep resource={stored!r} or use a new study_name")
+
+
+def _fast_dev_run(trainer: L.Trainer) -> int | bool:
+    """``Trainer(fast_dev_run=...)``: False, True or a number of batches (set by the trainer's
+    connector, which mypy does not see)."""
+    value: int | bool = getattr(trainer, "fast_dev_run", False)
+    return value
 
 
 def _last_reported(trial: Any) -> tuple[int, int] | None:

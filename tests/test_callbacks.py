@@ -767,3 +767,27 @@ def test_a_non_finite_value_is_said_at_its_step(caplog: pytest.LogCaptureFixture
     said = [r.getMessage() for r in caplog.records if "nan" in r.getMessage()]
     assert said == ["PruningCallback: trial 0: epochs_seen is nan at step 4, reported as it is "
                     "(ASHAPruner and HyperbandPruner stop such a trial)"]
+
+
+@pytest.mark.parametrize("resource", ["epoch", "step"])
+def test_fast_dev_run_reports_nothing_but_still_checks_the_monitor(
+    resource: Literal["epoch", "step"], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``fast_dev_run`` smoke test reported its few batches' value to the trial, and ASHA
+    kept it in the rung records every later trial is compared with. Now nothing is reported
+    (said once), as Lightning's EarlyStopping and ModelCheckpoint skip it; a monitor that is
+    not logged still fails the fit."""
+    pruner = PruneAt(None)
+    study = optuna.create_study(pruner=pruner)
+    callback = PruningCallback(study.ask(), monitor="epochs_seen", resource=resource)
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.callbacks"):
+        _trainer(callback, fast_dev_run=2).fit(_Progress(), _loader(), _loader())
+    assert study.trials[0].intermediate_values == {} and pruner.calls == []
+    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo.callbacks"]
+    assert said == ["PruningCallback: trial 0: fast_dev_run=2, so nothing is reported and the "
+                    "pruner is not asked (values of a few batches would stay in the rung "
+                    "records every later trial is compared with); Lightning's EarlyStopping and "
+                    "ModelCheckpoint skip it too"]
+    typo = PruningCallback(study.ask(), monitor="epochs_sen", resource=resource)
+    with pytest.raises(ConfigError, match="'epochs_sen' is not logged by the LightningModule"):
+        _trainer(typo, fast_dev_run=True).fit(_Progress(), _loader(), _loader())
