@@ -1,7 +1,9 @@
 """Several objectives: dominance, Pareto fronts, one documented order, hypervolume. Pure, no I/O.
 
-A *point* is one trial's values, one per objective (``validation_error``, ``latency_ms``...);
-``minimize`` says per objective whether lower is better. Points are keyed by trial number.
+A *point* is one trial's values, one per objective (``validation_error``, ``latency_ms``...):
+Python or NumPy numbers. ``minimize`` says per objective whether lower is better, ``True`` or
+``False`` (Optuna's ``study.directions`` are not booleans: :func:`directions_minimize` turns them
+into ``minimize``). Points are keyed by trial number.
 
 **The order at a rung** (:func:`pareto_order`), which multi-objective ASHA keeps the top
 ``1/eta`` of, as MOASHA does (Schmucker et al., "Multi-objective Asynchronous Successive
@@ -42,8 +44,10 @@ Example::
 from __future__ import annotations
 
 import math
+import numbers
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 __all__ = [
     "directions_minimize",
@@ -59,29 +63,48 @@ __all__ = [
 Point = Sequence[float]
 
 
-def directions_minimize(directions: Sequence[str]) -> tuple[bool, ...]:
-    """``("minimize", "maximize")`` as ``(True, False)``: the ``minimize`` argument of this module.
+def directions_minimize(directions: Sequence[Any]) -> tuple[bool, ...]:
+    """``("minimize", "maximize")``, or Optuna's ``study.directions``, as ``(True, False)``: the
+    ``minimize`` argument of this module.
 
     Raises:
-        ValueError: a direction is neither ``"minimize"`` nor ``"maximize"``.
+        ValueError: ``directions`` is one string, or a direction is neither ``"minimize"`` nor
+            ``"maximize"`` (nor Optuna's ``StudyDirection.MINIMIZE`` or ``MAXIMIZE``).
 
     Example::
 
         >>> directions_minimize(["minimize", "maximize"])
         (True, False)
+        >>> import optuna
+        >>> directions_minimize(optuna.create_study(directions=["maximize", "minimize"]).directions)
+        (False, True)
     """
+    if isinstance(directions, str):
+        raise ValueError(f"The value of `directions` is {directions!r}, but must be a list of "
+                         "directions, one per objective (['minimize', 'maximize']).")
     out = []
     for index, direction in enumerate(directions):
-        if direction not in ("minimize", "maximize"):
+        # Optuna's StudyDirection (an enum, NOT_SET too) by its name; anything else as given
+        name = getattr(direction, "name", None) if not isinstance(direction, str) else None
+        word = name.lower() if isinstance(name, str) else direction
+        if word not in ("minimize", "maximize"):
             raise ValueError(f"The value of `directions[{index}]` is {direction!r}, but must be "
                              "'minimize' or 'maximize'.")
-        out.append(direction == "minimize")
+        out.append(word == "minimize")
     return tuple(out)
 
 
 def is_finite_point(point: Point) -> bool:
-    """Whether every value of ``point`` is a finite number (not NaN, not infinite)."""
-    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in point)
+    """Whether every value of ``point`` is a finite real number (not NaN, not infinite), NumPy's
+    included (``numpy.float32(0.5)``, ``numpy.int64(3)``).
+
+    Example::
+
+        >>> import numpy as np
+        >>> is_finite_point(np.array([0.5, 3], dtype=np.float32)), is_finite_point((1.0, np.nan))
+        (True, False)
+    """
+    return all(isinstance(v, numbers.Real) and math.isfinite(v) for v in point)
 
 
 def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
@@ -97,6 +120,7 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
         >>> dominates((1, 2), (1, 2), (True, True)), dominates((2, 2), (1, 1), (False, False))
         (False, True)
     """
+    minimize = _minimize(minimize)
     _check(minimize, [a], "a")
     _check(minimize, [b], "b")
     if any(math.isnan(v) for v in (*a, *b)):  # NaN is neither better nor worse than anything
@@ -125,10 +149,12 @@ def nondominated_fronts(
         ...                     (True, True))
         [[0, 1], [2]]
     """
+    minimize = _minimize(minimize)
     _check(minimize, points.values())
     numbers = sorted(n for n, p in points.items() if is_finite_point(p))
     # Oriented so that lower is better in every objective (two: a sort; more: all pairs).
-    oriented = {n: tuple(v if low else -v for v, low in zip(points[n], minimize, strict=True))
+    oriented = {n: tuple(float(v) if low else -float(v)
+                         for v, low in zip(points[n], minimize, strict=True))
                 for n in numbers}
     if len(minimize) == 2:
         return _fronts_2d(oriented)
@@ -178,6 +204,7 @@ def pareto_order(points: Mapping[int, Point], minimize: Sequence[bool]) -> list[
         >>> pareto_order({0: (0.2, 5.0), 1: (float("inf"), 1.0), 2: (0.1, 9.0)}, (True, False))
         [2, 0, 1]
     """
+    minimize = _minimize(minimize)
     fronts = nondominated_fronts(points, minimize)
     finite = [n for front in fronts for n in front]
     scaled = _scaled({n: points[n] for n in finite}, minimize)
@@ -216,7 +243,8 @@ def reference_point(points: Iterable[Point], minimize: Sequence[bool]) -> tuple[
         >>> reference_point([(0.1, 100.0), (0.3, 50.0)], (True, False))
         (0.32, 45.0)
     """
-    finite = [tuple(p) for p in points if is_finite_point(p)]
+    minimize = _minimize(minimize)
+    finite = [tuple(float(v) for v in p) for p in points if is_finite_point(p)]
     if not finite:
         raise ValueError("The value of `points` has no point with finite values, but a reference "
                          "point needs one.")
@@ -248,17 +276,18 @@ def hypervolume(
         >>> hypervolume([(3, 3)], reference=(1, 1), minimize=(False, False))
         4.0
     """
+    minimize = _minimize(minimize)
     _check(minimize, [reference], "reference")
     if not is_finite_point(reference):
         raise ValueError(f"The value of `reference` is {tuple(reference)}, but must be finite.")
     flip = [1.0 if low else -1.0 for low in minimize]
-    ref = tuple(r * f for r, f in zip(reference, flip, strict=True))
+    ref = tuple(float(r) * f for r, f in zip(reference, flip, strict=True))
     kept = []
     for point in points:
         _check(minimize, [point])
         if not is_finite_point(point):
             continue
-        oriented = tuple(v * f for v, f in zip(point, flip, strict=True))
+        oriented = tuple(float(v) * f for v, f in zip(point, flip, strict=True))
         if all(v < r for v, r in zip(oriented, ref, strict=True)):
             kept.append(oriented)
     return float(_volume(kept, ref))
@@ -329,7 +358,7 @@ def _scaled(points: Mapping[int, Point], minimize: Sequence[bool]) -> dict[int, 
     """Finite points oriented (lower is better) and scaled to ``[0, 1]`` per objective."""
     if not points:
         return {}
-    oriented = {n: [v if low else -v for v, low in zip(p, minimize, strict=True)]
+    oriented = {n: [float(v) if low else -float(v) for v, low in zip(p, minimize, strict=True)]
                 for n, p in points.items()}
     lows = [min(p[k] for p in oriented.values()) for k in range(len(minimize))]
     spans = [max(p[k] for p in oriented.values()) - lows[k] for k in range(len(minimize))]
@@ -368,12 +397,33 @@ def _gap(p: tuple[float, ...], q: tuple[float, ...]) -> float:
     return round(sum((x - y) ** 2 for x, y in zip(p, q, strict=True)), _DIGITS)
 
 
-def _check(minimize: Sequence[bool], points: Iterable[Point], name: str = "points") -> None:
-    """Raise a one-line ValueError naming ``name`` when a point has not one value per
-    objective (or ``minimize`` is empty)."""
-    if not minimize:
+def _minimize(minimize: Sequence[bool]) -> tuple[bool, ...]:
+    """``minimize`` as a tuple of bools (NumPy's included).
+
+    Raises:
+        ValueError: one line, when ``minimize`` is empty or holds anything but ``True`` and
+            ``False``: a direction's name or Optuna's ``StudyDirection`` (both would read as
+            true, every objective minimised) names :func:`directions_minimize`.
+    """
+    if isinstance(minimize, str) or not isinstance(minimize, Iterable):
+        raise ValueError(f"The value of `minimize` is {minimize!r}, but must be a list of True or "
+                         "False, per objective, whether lower is better.")
+    out = tuple(minimize)
+    if not out:
         raise ValueError("The value of `minimize` is empty, but must say, per objective, whether "
                          "lower is better.")
+    for index, low in enumerate(out):
+        if not (isinstance(low, bool) or getattr(getattr(low, "dtype", None), "kind", "") == "b"):
+            raise ValueError(
+                f"The value of `minimize[{index}]` is {low!r}, but must be True or False (whether "
+                "lower is better); for directions, give directions_minimize(study.directions)."
+            )
+    return tuple(bool(low) for low in out)
+
+
+def _check(minimize: tuple[bool, ...], points: Iterable[Point], name: str = "points") -> None:
+    """Raise a one-line ValueError naming ``name`` when a point has not one value per
+    objective."""
     for point in points:
         if len(point) != len(minimize):
             raise ValueError(f"The value of `{name}` holds {tuple(point)}, but must have one "

@@ -13,7 +13,10 @@ import random
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
+import numpy as np
+import optuna
 import pytest
+from optuna.study import StudyDirection
 
 from lightning_hpo.pareto import (
     directions_minimize,
@@ -133,6 +136,65 @@ GRIDS = ([0, 1, 2, 3], [0.1, 0.2, 0.3, 0.7], [-1.5, 0.0, 2.25], [5.0])
 def test_directions_minimize() -> None:
     assert directions_minimize(["minimize", "maximize", "minimize"]) == (True, False, True)
     assert directions_minimize(("maximize",)) == (False,)
+
+
+def test_directions_minimize_takes_optunas_study_directions() -> None:
+    study = optuna.create_study(directions=["maximize", "minimize", "maximize"])
+    assert directions_minimize(study.directions) == (False, True, False)
+    assert directions_minimize([StudyDirection.MINIMIZE]) == (True,)
+
+
+@pytest.mark.parametrize(
+    ("minimize", "words"),
+    [
+        (["minimize", "maximize"], "`minimize[0]` is 'minimize', but must be True or False"),
+        ([StudyDirection.MINIMIZE, StudyDirection.MAXIMIZE],
+         "`minimize[0]` is <StudyDirection.MINIMIZE: 1>, but must be True or False"),
+        ((1, 0), "`minimize[0]` is 1, but must be True or False"),
+        ((True, "maximize"), "`minimize[1]` is 'maximize'"),
+        ("minimize", "`minimize` is 'minimize', but must be a list of True or False"),
+    ],
+    ids=["names", "study-directions", "integers", "one-name", "a-string"],
+)
+def test_a_direction_where_a_bool_belongs_is_refused_not_read_as_minimize(
+    minimize: Sequence[object], words: str
+) -> None:
+    """Optuna's directions (and their names) are truthy: read as bools, every objective would be
+    minimised, a maximised one's best point called dominated. Each function says so instead."""
+    points = {0: (1.0, 1.0), 1: (2.0, 2.0)}  # with (minimize, maximize): both on the front
+    calls = [lambda: front_ranks(points, minimize), lambda: nondominated_fronts(points, minimize),
+             lambda: pareto_order(points, minimize), lambda: dominates((1, 1), (2, 2), minimize),
+             lambda: hypervolume(points.values(), (3, 0), minimize),
+             lambda: reference_point(points.values(), minimize)]
+    for call in calls:
+        with pytest.raises(ValueError) as info:
+            call()
+        message = str(info.value)
+        assert words in message and "\n" not in message
+        if not isinstance(minimize, str):
+            assert "directions_minimize(study.directions)" in message
+
+
+def test_directions_minimize_refuses_one_string() -> None:
+    with pytest.raises(ValueError, match=r"The value of `directions` is 'minimize', but must be a "
+                       r"list of directions"):
+        directions_minimize("minimize")
+
+
+def test_numpy_points_and_minimize_are_numbers_and_bools() -> None:
+    """NumPy numbers are numbers: points from an array count (they were taken for non-finite and
+    left out, a hypervolume of 0 and no front), and a boolean array is a ``minimize``."""
+    ints, floats = np.array([[1, 2], [2, 1], [3, 3]]), np.array([[1, 2], [2, 1], [3, 3]], "f4")
+    for array in (ints, floats):
+        assert is_finite_point(array[0])
+        both = np.array([True, True])
+        assert hypervolume(array, reference=np.array([3, 3]), minimize=both) == 3.0
+        assert nondominated_fronts(dict(enumerate(array)), MIN2) == [[0, 1], [2]]
+        assert pareto_order(dict(enumerate(array)), [np.True_, np.True_]) == [0, 1, 2]
+        assert front_ranks(dict(enumerate(array)), MIN2) == {0: 0, 1: 0, 2: 1}
+        assert reference_point(array, MIN2) == (3.2, 3.2)
+        assert dominates(array[0], array[2], np.array([True, True]))
+    assert not is_finite_point(np.array([1.0, np.nan])) and not is_finite_point((np.inf, 0))
 
 
 def test_is_finite_point() -> None:
