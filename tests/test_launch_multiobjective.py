@@ -18,6 +18,8 @@ from _support import config_file, launch, study_of
 from optuna.trial import TrialState
 
 from lightning_hpo._rung_vectors import open_vector_store
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config import check_against_registry, parse_config
 from lightning_hpo.pareto import is_finite_point, nondominated_fronts, pareto_order
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, objective_curve
 
@@ -237,3 +239,33 @@ def test_bad_objectives_are_one_line_exit_2_and_nothing_written(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(expected), lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yaml"]
+
+
+@pytest.mark.parametrize("sampler", [
+    {"name": "random"}, {"name": "tpe"}, {"name": "gp"},
+    {"class": "optuna.samplers:NSGAIISampler", "population_size": 4},
+])
+def test_samplers_of_several_objectives_pass_the_check(sampler: dict) -> None:
+    check_against_registry(parse_config({
+        "study": "t", "model": {"name": "lenet"}, "metric": METRICS,
+        "direction": ["minimize", "maximize"], "space": SPACE, "sampler": sampler,
+        "pruner": {"name": "asha", "max_resource": 3}, "stop": {"n_trials": 4}}))
+
+
+def test_a_sampler_of_one_objective_is_refused_before_anything_runs() -> None:
+    """CmaEsSampler raises when asked for a trial of a study with several objectives: the
+    config passed --check, and every trial but the initial ones ended FAIL with that error."""
+    raw = {"study": "t", "model": {"name": "lenet"}, "metric": METRICS,
+           "direction": ["minimize", "minimize"], "space": SPACE,
+           "sampler": {"class": "optuna.samplers:CmaEsSampler"},
+           "pruner": {"name": "asha", "max_resource": 3}, "stop": {"n_trials": 4}}
+    with pytest.raises(ConfigError) as info:
+        check_against_registry(parse_config(raw))
+    assert info.value.field == "sampler"
+    assert info.value.message == (
+        "'optuna.samplers:CmaEsSampler' cannot propose a trial of a study with 2 objectives (If "
+        "the study is being used for multi-objective optimization, CmaEsSampler cannot be "
+        "used.); random, tpe, gp and optuna.samplers:NSGAIISampler can")
+    # the same sampler on one objective is fine
+    check_against_registry(parse_config(raw | {"metric": "validation_error",
+                                                "direction": "minimize"}))

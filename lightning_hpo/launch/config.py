@@ -964,9 +964,10 @@ def check_against_registry(cfg: Config) -> list[str]:
     is reported before anything runs (a data module's batches are counted at both ends where
     the Trainer's values need them, and a refusal is said at the end with the fewest: its limit
     is the one to keep to), and builds the sampler once (a ``"package.module:Class"``
-    sampler's ``ValueError`` or ``TypeError`` becomes a ``sampler`` error). Imports torch and
-    Lightning (a few seconds); the launcher calls it once, before anything is written to the
-    storage.
+    sampler's ``ValueError`` or ``TypeError`` becomes a ``sampler`` error; with several
+    objectives it is asked for one trial, so a single-objective sampler is refused). Imports
+    torch and Lightning (a few seconds); the launcher calls it once, before anything is written
+    to the storage.
 
     A LightningCLI config (``cfg.cli``) is checked against the project's CLI instead
     (:func:`lightning_hpo.launch.project.check_cli`: its entry point, files and every space key).
@@ -980,12 +981,14 @@ def check_against_registry(cfg: Config) -> list[str]:
     """
     kwargs = sampler_kwargs(cfg, cfg.seed)
     try:
-        sampler_class(cfg.sampler)(**kwargs)
+        sampler = sampler_class(cfg.sampler)(**kwargs)
     except ConfigError:  # a class that names its own field
         raise
     except (ValueError, TypeError) as error:
         raise ConfigError("sampler", f"{cfg.sampler!r} refused its arguments {kwargs}: "
                           f"{error}") from error
+    if cfg.several:
+        _check_sampler_objectives(cfg, sampler)
     from lightning_hpo.launch.trainer_values import (
         batch_size_refusal,
         binding_refusal,
@@ -1071,6 +1074,35 @@ def check_against_registry(cfg: Config) -> list[str]:
             raise ConfigError(where, f"'{metric}' is logged by {cfg.model} only with "
                               f"model.{flag}: true")
     return []
+
+
+def _check_sampler_objectives(cfg: Config, sampler: BaseSampler) -> None:
+    """Refuse a sampler that cannot propose a trial of a study with the config's objectives.
+
+    Optuna's single-objective samplers (``CmaEsSampler``) raise ``ValueError`` when asked for a
+    trial of a study with several objectives, so every trial they were asked for would end FAIL
+    (only the initial configurations, not sampled, would train). The sampler is asked here for
+    one trial of an empty in-memory study with the config's directions and space.
+
+    Raises:
+        ConfigError: ``sampler``, with the sampler's own words.
+    """
+    import optuna
+
+    from lightning_hpo.launch.space import suggest
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # not "A new study created in memory"
+    try:
+        study = optuna.create_study(directions=list(cfg.directions), sampler=sampler)
+        suggest(study.ask(), cfg.space)
+    except (ValueError, TypeError, NotImplementedError) as error:
+        raise ConfigError("sampler", (
+            f"{cfg.sampler!r} cannot propose a trial of a study with {len(cfg.directions)} "
+            f"objectives ({error}); random, tpe, gp and optuna.samplers:NSGAIISampler can"
+        )) from error
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
 def _batch_counts(data: Any, world_size: int) -> tuple[int | None, int | None]:
