@@ -173,3 +173,25 @@ def test_promotion_hyperband_takes_tuples_too() -> None:
     sim = _Sim(schedule, _curves(3), workers=2, tickets=20).run()
     assert len(sim.trials) == 20
     assert any(t.state == "complete" for t in sim.trials.values())
+
+
+def test_a_paused_trial_with_a_nan_value_is_not_said_to_be_dominated() -> None:
+    """A NaN point ranks last but nothing dominates it (NaN compares with nothing): the reason
+    its trial is pruned says so, where it said '2 dominate it'."""
+    trials = [
+        TrialView(0, "paused", 1, {1: (0.1, 3.0)}),
+        TrialView(1, "paused", 1, {1: (0.2, 2.0)}),
+        TrialView(2, "paused", 1, {1: (0.9, NAN)}),
+    ]
+    decision = PromotionASHA(1, 9, 3, minimize=MIN2, finish_best=False).decide(
+        trials, tickets=1, next_number=3)
+    assert decision.reasons[2] == (
+        "cannot be promoted at rung 1: its values (0.9, nan) are not all finite, so all 2 others "
+        "rank above it, and at most 4 trials reach the rung (1 go on)")
+    assert not any(dominates(t.values[1], (0.9, NAN), MIN2) for t in trials[:2])
+    # a finite point dominated for ever still says how many dominate it
+    trials[2] = TrialView(2, "paused", 1, {1: (0.9, 4.0)})
+    decision = PromotionASHA(1, 9, 3, minimize=MIN2, finish_best=False).decide(
+        trials, tickets=1, next_number=3)
+    assert decision.reasons[2] == ("cannot be promoted at rung 1: 2 dominate it, and at most 4 "
+                                   "trials reach the rung (1 go on)")

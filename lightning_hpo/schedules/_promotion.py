@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lightning_hpo import rungs
 from lightning_hpo.errors import argument_bool, argument_int
+from lightning_hpo.pareto import is_finite_point
 from lightning_hpo.schedules._base import (
     Decision,
     Job,
@@ -270,12 +271,25 @@ class _Promotion(Schedule):
                     above = (above_for_ever(values, trial.number, self.minimize)
                              if trial.number in values else len(values))  # no value: never ranks
                     if above >= n_max // eta and trial.number != keep:
-                        above_words = ("dominate" if isinstance(self.minimize, tuple)
-                                       else "rank above")
                         prune[trial.number] = (
-                            f"cannot be promoted at rung {level}: {above} {above_words} it, and at "
-                            f"most {n_max} trials reach the rung ({n_max // eta} go on)")
+                            f"cannot be promoted at rung {level}: "
+                            f"{_above_words(values.get(trial.number), above, self.minimize)}, "
+                            f"and at most {n_max} trials reach the rung ({n_max // eta} go on)")
         return prune
+
+
+def _above_words(value: Value | None, above: int, minimize: Minimize) -> str:
+    """Why ``above`` trials rank above a paused one for ever, in words: with several objectives
+    those that dominate it, unless its values are not all finite (then every other ranks above
+    it, and none dominates it: NaN compares with nothing)."""
+    if not isinstance(minimize, tuple):
+        return f"{above} rank above it"
+    if isinstance(value, tuple) and is_finite_point(value):
+        return f"{above} dominate it"
+    if value is None:
+        return f"it has no values there, so all {above} others rank above it"
+    shown = ", ".join(f"{v:.4g}" for v in value) if isinstance(value, tuple) else value
+    return f"its values ({shown}) are not all finite, so all {above} others rank above it"
 
 
 class PromotionASHA(_Promotion):
