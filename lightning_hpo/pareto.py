@@ -44,9 +44,9 @@ Example::
 from __future__ import annotations
 
 import math
-import numbers
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 __all__ = [
@@ -104,7 +104,12 @@ def is_finite_point(point: Point) -> bool:
         >>> is_finite_point(np.array([0.5, 3], dtype=np.float32)), is_finite_point((1.0, np.nan))
         (True, False)
     """
-    return all(isinstance(v, numbers.Real) and math.isfinite(v) for v in point)
+    return all(isinstance(v, Real) and math.isfinite(v) for v in point)
+
+
+def _numbers_not_nan(point: Point) -> bool:
+    """Whether every value of ``point`` is a real number other than NaN (infinite ones too)."""
+    return all(isinstance(v, Real) and not math.isnan(v) for v in point)
 
 
 def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
@@ -136,11 +141,14 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
 
 
 def nondominated_fronts(
-    points: Mapping[int, Point], minimize: Sequence[bool]
+    points: Mapping[int, Point], minimize: Sequence[bool], *, infinite: bool = False
 ) -> list[list[int]]:
     """The finite points in Pareto fronts, the non-dominated first; each front by trial number.
 
     Points with a NaN or infinite value are in no front (:func:`pareto_order` puts them last).
+    With ``infinite=True``, only a NaN keeps a point out: infinite values are sorted as numbers,
+    as :func:`dominates` compares them and as Optuna's ``study.best_trials`` does (the report's
+    fronts of final values; the rung order keeps them out).
 
     Example::
 
@@ -148,10 +156,13 @@ def nondominated_fronts(
         >>> nondominated_fronts({0: (1, 1), 1: (1, 1), 2: (2, 2), 3: (float("nan"), 0)},
         ...                     (True, True))
         [[0, 1], [2]]
+        >>> nondominated_fronts({0: (1, 1), 1: (0, math.inf)}, (True, False), infinite=True)
+        [[1], [0]]
     """
     minimize = _minimize(minimize)
     _check(minimize, points.values())
-    numbers = sorted(n for n, p in points.items() if is_finite_point(p))
+    numbers = sorted(n for n, p in points.items()
+                     if is_finite_point(p) or (infinite and _numbers_not_nan(p)))
     # Oriented so that lower is better in every objective (two: a sort; more: all pairs).
     oriented = {n: tuple(float(v) if low else -float(v)
                          for v, low in zip(points[n], minimize, strict=True))
@@ -215,9 +226,11 @@ def pareto_order(points: Mapping[int, Point], minimize: Sequence[bool]) -> list[
     return order
 
 
-def front_ranks(points: Mapping[int, Point], minimize: Sequence[bool]) -> dict[int, int | None]:
+def front_ranks(
+    points: Mapping[int, Point], minimize: Sequence[bool], *, infinite: bool = False
+) -> dict[int, int | None]:
     """Each trial's front: 0 for the Pareto front, 1 for the next...; ``None`` for a point with a
-    NaN or infinite value.
+    NaN or infinite value (with ``infinite=True``, a NaN only: see :func:`nondominated_fronts`).
 
     Example::
 
@@ -225,7 +238,7 @@ def front_ranks(points: Mapping[int, Point], minimize: Sequence[bool]) -> dict[i
         {0: 0, 1: 0, 2: 1, 3: None}
     """
     ranks: dict[int, int | None] = dict.fromkeys(points)
-    for rank, front in enumerate(nondominated_fronts(points, minimize)):
+    for rank, front in enumerate(nondominated_fronts(points, minimize, infinite=infinite)):
         for number in front:
             ranks[number] = rank
     return ranks

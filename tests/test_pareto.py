@@ -290,6 +290,31 @@ def test_fronts_exclude_nan_and_infinite_points() -> None:
     assert nondominated_fronts({0: (NAN, 1)}, MIN2) == []
 
 
+def test_with_infinite_true_only_nan_keeps_a_point_out() -> None:
+    points = {0: (1, 1), 1: (NAN, 0), 2: (0, INF), 3: (-INF, 5), 4: (2, 2), 5: (NAN, NAN)}
+    assert nondominated_fronts(points, MIN2, infinite=True) == [[0, 3], [2, 4]]
+    assert front_ranks(points, MIN2, infinite=True) == {0: 0, 1: None, 2: 1, 3: 0, 4: 1,
+                                                        5: None}
+    assert nondominated_fronts({0: (1, 1), 1: (0, INF)}, MIXED, infinite=True) == [[1], [0]]
+
+
+@pytest.mark.parametrize("objectives", [2, 3])
+def test_fronts_with_infinite_values_equal_the_brute_force_definition(objectives: int) -> None:
+    """Infinite values sorted as numbers, as dominates compares them (the report's fronts)."""
+    rng = random.Random(300 + objectives)
+    for _ in range(400):
+        points = {k: tuple(rng.choice([0.0, 1.0, 2.0, rng.random(), INF, -INF, NAN])
+                           for _ in range(objectives)) for k in range(rng.randint(0, 9))}
+        minimize = tuple(rng.random() < 0.5 for _ in range(objectives))
+        left, expected = {n for n, p in points.items() if not any(map(math.isnan, p))}, []
+        while left:
+            front = sorted(n for n in left if not any(
+                _brute_dominates(points[m], points[n], minimize) for m in left))
+            expected.append(front)
+            left -= set(front)
+        assert nondominated_fronts(points, minimize, infinite=True) == expected, points
+
+
 @pytest.mark.parametrize("objectives", [1, 2, 3, 4])
 def test_fronts_equal_the_brute_force_definition(objectives: int) -> None:
     rng = random.Random(100 + objectives)

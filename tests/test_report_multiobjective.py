@@ -385,3 +385,35 @@ def test_plain_optuna_study_with_several_objectives(tmp_path: Path) -> None:
     paths = write_report(snap, tmp_path / "rep")
     assert {"pareto.png", "hypervolume.png", "hypervolume.csv"} <= set(paths)
     assert not any(name.startswith("learning_curves") for name in paths)
+
+
+def test_the_pareto_optimal_trials_are_optunas_best_trials_infinite_values_included(
+    tmp_path: Path,
+) -> None:
+    """Optuna keeps infinite values in a COMPLETE trial. (0, inf) with (minimize, maximize)
+    dominates every other trial: the report called the three it dominates Pareto-optimal and
+    left it out, where Optuna's study.best_trials names it alone."""
+    study = optuna.create_study(directions=["minimize", "maximize"],
+                                storage=f"sqlite:///{tmp_path / 'inf.db'}")
+    for point in [(1.0, 2.0), (0.0, float("inf")), (2.0, 3.0), (0.5, 1.0)]:
+        study.tell(study.ask(), list(point))
+    snap = StudySnapshot.read(study)
+    summary = summarize(snap)
+    assert summary["pareto_complete_trials"] == [1] == [t.number for t in study.best_trials]
+    assert summary["pareto_trials"] == [1]
+    trials = trials_frame(snap).set_index("trial")
+    assert trials["front"].to_dict() == {0: 1, 1: 0, 2: 1, 3: 1}
+    # its point is not drawn (it has no place on the axes), and the legend says so
+    fig = plot_pareto(trials_frame(snap), snap.info, reference=snap.reference)
+    assert _points(fig, "front") == 0 and _points(fig, "dominated") == 3
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "final values (COMPLETE): Pareto front (0; 1 infinite, not drawn)" in labels
+    # random studies, both directions, duplicates and infinities: always Optuna's best_trials
+    rng = np.random.default_rng(0)
+    for k in range(20):
+        study = optuna.create_study(directions=["minimize", "maximize", "minimize"][: 2 + k % 2])
+        for _ in range(12):
+            values = rng.choice([0.0, 1.0, 2.0, np.inf, -np.inf], size=len(study.directions))
+            study.tell(study.ask(), values.tolist())
+        assert summarize(study)["pareto_complete_trials"] == sorted(
+            t.number for t in study.best_trials), [t.values for t in study.trials]

@@ -7,7 +7,9 @@ The report's rules, stated once (the tables, the summary, the plots and the CLI 
 * **front** (final values): the non-dominated sorting of the COMPLETE trials' final values
   (Optuna's ``trial.values``), :func:`lightning_hpo.pareto.front_ranks`: 0 for the Pareto front,
   1 for the front of what is left, and so on. Equal points share a front. A trial with no final
-  values (PRUNED, FAIL, RUNNING) or with a NaN among them has none.
+  values (PRUNED, FAIL, RUNNING) or with a NaN among them has none. Infinite values compare as
+  numbers (as in :func:`lightning_hpo.pareto.dominates`), so the front is Optuna's
+  ``study.best_trials``.
 * **best front** (at any epoch), the counterpart of one objective's "best value reported at any
   epoch": every trial offers its own Pareto-optimal points among everything it reported (one
   point per epoch, and its final values when COMPLETE); these are sorted into fronts together,
@@ -16,12 +18,14 @@ The report's rules, stated once (the tables, the summary, the plots and the CLI 
   values. Best front 0: at some epoch the trial reported values that nothing any trial reported
   dominates (a point its own trial dominates is never on that front, so offering only the
   Pareto-optimal ones changes no trial's front 0; later fronts are those of the offered points).
+  Points with a NaN are left out; infinite values compare as numbers, as for the front.
 * **reference point**: unless given, :func:`lightning_hpo.pareto.reference_point` of every
   finite point the study reported (each epoch's and the final values): each objective's worst
   value plus a tenth of its range, so every point counts. A comparison uses one reference point
   computed from the points of every study compared.
 * **hypervolume so far** (:class:`HypervolumeTrace`): the volume the points reported up to a
   moment dominate, bounded by the reference point (higher is better); it never decreases.
+  Points with a NaN or infinite value add nothing to it.
 
 Example::
 
@@ -40,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -61,9 +66,9 @@ class TrialFronts:
     """Each trial's fronts in a study with several objectives (the module docstring's rules).
 
     Attributes:
-        front: trial -> its final values' front (COMPLETE trials with finite values only).
-        best_front: trial -> the lowest front of any point it reported (trials with a finite
-            point only).
+        front: trial -> its final values' front (COMPLETE trials without a NaN only).
+        best_front: trial -> the lowest front of any point it reported (trials with a point
+            without NaN only).
         best_step: trial -> the earliest epoch of a point on its best front (``None`` for a
             final value of a trial that reported no epoch).
         best_point: trial -> that point's values.
@@ -98,24 +103,25 @@ def trial_fronts(
             values last when it has them (their epoch: its last one, ``None`` without).
         minimize: per objective, whether lower is better.
     """
-    front = {n: r for n, r in front_ranks(finals, minimize).items() if r is not None}
+    front = {n: r for n, r in front_ranks(finals, minimize, infinite=True).items()
+             if r is not None}
     offered: dict[int, Point] = {}  # key -> point, over every trial
     owner: dict[int, tuple[int, int | None]] = {}  # key -> (trial, epoch)
     for number, points in reported.items():
-        own: dict[int, Point] = {}  # the trial's distinct finite points, the earliest kept
+        own: dict[int, Point] = {}  # the trial's distinct points without NaN, earliest kept
         steps: dict[int, int | None] = {}
         for step, values in points:
             point = tuple(float(v) for v in values)
-            if is_finite_point(point) and point not in own.values():
+            if not any(math.isnan(v) for v in point) and point not in own.values():
                 steps[len(own)] = step
                 own[len(own)] = point
-        for k in (nondominated_fronts(own, minimize)[0] if own else []):
+        for k in (nondominated_fronts(own, minimize, infinite=True)[0] if own else []):
             key = len(offered)
             offered[key], owner[key] = own[k], (number, steps[k])
     best_front: dict[int, int] = {}
     best_step: dict[int, int | None] = {}
     best_point: dict[int, Point] = {}
-    for key, rank in sorted(front_ranks(offered, minimize).items()):  # earliest first
+    for key, rank in sorted(front_ranks(offered, minimize, infinite=True).items()):
         number, step = owner[key]
         if rank is not None and rank < best_front.get(number, rank + 1):
             best_front[number], best_step[number], best_point[number] = rank, step, offered[key]

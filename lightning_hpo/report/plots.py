@@ -890,6 +890,11 @@ def _staircase(
     return np.array(vx) * flip[0], np.array(vy) * flip[1]
 
 
+def _not_drawn(count: int) -> str:
+    """A legend's words for points with an infinite value, which cannot be drawn."""
+    return f"; {count} infinite, not drawn" if count else ""
+
+
 def plot_pareto(
     trials: pd.DataFrame, info: StudyInfo, *, reference: Sequence[float] | None = None
 ) -> Figure:
@@ -901,7 +906,8 @@ def plot_pareto(
     trials faded grey. Hollow diamonds are each trial's best point at any epoch
     (``best_<metric>``, whatever its state): those on the front of every value reported
     (``best_front`` 0) in orange, joined by a dashed staircase, the others faded. Trials on a
-    front are labelled with their number (up to 12 per front). With more than two objectives
+    front are labelled with their number (up to 12 per front); a point with an infinite value
+    on either axis is not drawn, and the legend counts it. With more than two objectives
     the fronts are those of all of them: on two, a front's points need not form a staircase,
     and none is drawn.
 
@@ -959,12 +965,17 @@ def plot_pareto(
     for frame, prefix, rank, gid, words, color, ls, on_style, off_style in layers:
         if frame.empty:
             continue
-        on, off = frame[frame[rank] == 0], frame[frame[rank] != 0]
+        # an infinite value (a plain Optuna study's) ranks as a number but has no place here
+        drawn = np.isfinite(frame[[f"{prefix}{mx}", f"{prefix}{my}"]].to_numpy(float)).all(1)
+        on, off = frame[drawn & (frame[rank] == 0)], frame[drawn & (frame[rank] != 0)]
+        hidden_on = int((~drawn & (frame[rank] == 0)).sum())
+        hidden_off = int((~drawn & (frame[rank] != 0)).sum())
         x_on, y_on = on[f"{prefix}{mx}"].to_numpy(float), on[f"{prefix}{my}"].to_numpy(float)
         ax.scatter(off[f"{prefix}{mx}"], off[f"{prefix}{my}"], gid=f"dominated{gid}",
-                   label=f"{words}: dominated ({len(off)})", **off_style)
-        ax.scatter(x_on, y_on, gid=f"front{gid}", label=f"{words}: Pareto front ({len(on)})",
-                   **on_style)
+                   label=f"{words}: dominated ({len(off)}{_not_drawn(hidden_off)})",
+                   **off_style)
+        ax.scatter(x_on, y_on, gid=f"front{gid}",
+                   label=f"{words}: Pareto front ({len(on)}{_not_drawn(hidden_on)})", **on_style)
         if two and len(on):
             vx, vy = _staircase(x_on, y_on, minimize, reference)
             ax.plot(vx, vy, color=color, ls=ls, lw=1.4, gid=f"staircase{gid}", zorder=3)
