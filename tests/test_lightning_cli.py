@@ -554,6 +554,10 @@ def test_a_trainer_argument_is_said_replaced_only_when_its_value_changes(
         pytest.param({"config": ["missing.yaml"]}, "config", "missing.yaml", id="missing-config"),
         pytest.param({"config": ["."]}, "config", "a folder, not a file", id="folder-as-config"),
         pytest.param({"cli": "main:nope"}, "cli", "nope", id="bad-cli"),
+        pytest.param({"space": {"model.in_features": {"randint": [8, 64]}}},
+                     "space.model.in_features", "cannot be searched: the project's CLI sets it "
+                     "from data.num_features (link_arguments); leave it out of space",
+                     id="linked-key"),
         pytest.param({"trainer": {"devices": 2}}, "trainer.devices", "", id="owned-trainer"),
         # Values the CLI and Trainer(...) take and only fit refuses (or misreads).
         pytest.param({"trainer": {"accumulate_grad_batches": 0}},
@@ -724,6 +728,57 @@ def test_check_names_the_project_config_its_classes_refuse(
     assert line.startswith("error: config: the project refuses its own config (config.yaml + "
                            "extra.yaml) as fit builds it, before any searched value: "), line
     assert "momentum" in line, line
+    _nothing_written(here)
+
+
+_ENTRY_MODULES = {
+    "raises-at-import": ("raise RuntimeError('no GPU here')\n",
+                         "error: cli: importing module 'proj_entry' failed: RuntimeError: no "
+                         "GPU here"),
+    "missing-dependency": ("import proj_not_installed_xyz\n",
+                           "error: cli: importing module 'proj_entry' failed: No module named "
+                           "'proj_not_installed_xyz' (a module it imports: install it, or put "
+                           "the folder that holds it on PYTHONPATH)"),
+    "raises-before-its-cli": ("def cli_main(args=None):\n"
+                              "    raise RuntimeError('set DATA_DIR first')\n",
+                              "error: cli: 'proj_entry:cli_main' raised before building its "
+                              "LightningCLI: RuntimeError: set DATA_DIR first"),
+    # argparse at import, as scripts do for flags of their own: the launcher's arguments are
+    # not the project's (the project's own fit gives it `fit --config ...`, which it ignores)
+    "parses-argv-at-import": ("import argparse\n"
+                              "parser = argparse.ArgumentParser()\n"
+                              "parser.add_argument('--verbose', action='store_true')\n"
+                              "ARGS = parser.parse_args()\n"
+                              "from main import cli_main\n", ""),
+}
+
+
+@pytest.mark.parametrize("case", list(_ENTRY_MODULES))
+def test_check_names_the_entry_point_for_what_its_module_or_function_raises(
+    here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str,
+) -> None:
+    """What the project's module or entry function raises before its LightningCLI is built is
+    the ``cli`` entry's: it was reported as the project's config refusing itself (``config:
+    the project refuses its own config (config.yaml) ...``), a missing dependency as a module
+    not found in the folder ("run the launcher in the project's folder"), and a module that
+    parses ``sys.argv`` at import exited with its own usage line about the launcher's
+    arguments."""
+    text, error = _ENTRY_MODULES[case]
+    (here / "proj_entry.py").write_text(text, encoding="utf-8")
+    raw = yaml.safe_load((here / "tune.yaml").read_text())
+    raw["space"] = {"model.hidden_dim": raw["space"]["model.hidden_dim"]}  # fewer builds
+    raw["initial"] = [{"model.hidden_dim": 64}]
+    raw["cli"] = "proj_entry:cli_main"
+    _write_yaml(here / "tune_entry.yaml", raw)
+    monkeypatch.setattr(sys, "argv", ["pytest", "tests/test_lightning_cli.py", "-q"])
+    try:
+        code, out, err = _check("tune_entry.yaml", capsys=capsys)
+    finally:
+        sys.modules.pop("proj_entry", None)
+    if error:
+        assert (code, err.strip()) == (2, error), out + err
+    else:
+        assert code == 0 and "config OK" in out, out + err
     _nothing_written(here)
 
 

@@ -102,15 +102,33 @@ class Built:
 
 
 def _entry_point(entry: str) -> Any:
-    """The object ``cli:`` names (imported from the current folder or ``PYTHONPATH``)."""
+    """The object ``cli:`` names (imported from the current folder or ``PYTHONPATH``).
+
+    The module is imported with the launcher's arguments out of ``sys.argv`` (as the project's
+    CLI is called, :func:`_intercept`): a module that parses them at import sees none.
+    """
     module_name, _, name = entry.partition(":")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # `python -m` adds the folder it ran in; workers too
+    argv = sys.argv
+    sys.argv = argv[:1]
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except ModuleNotFoundError as error:
+        if not _is_module_or_parent(error.name, module_name):  # found, but one of its imports not
+            raise ConfigError("cli", f"importing module {module_name!r} failed: {error} (a "
+                              "module it imports: install it, or put the folder that holds it "
+                              "on PYTHONPATH)") from None
         raise ConfigError("cli", f"cannot import module {module_name!r} ({error}); run the "
                           "launcher in the project's folder, or put it on PYTHONPATH") from None
+    except SystemExit as error:  # argparse at import, sys.exit in the module
+        raise ConfigError("cli", f"importing module {module_name!r} exited ({error.code})"
+                          ) from None
+    except Exception as error:  # the module's own code raised: an ImportError of its own too
+        raise ConfigError("cli", f"importing module {module_name!r} failed: "
+                          f"{type(error).__name__}: {error}") from None
+    finally:
+        sys.argv = argv
     obj: Any = module
     for part in name.split("."):
         if not hasattr(obj, part):
@@ -123,15 +141,33 @@ def _entry_point(entry: str) -> Any:
     return obj
 
 
+def _is_module_or_parent(missing: str | None, module_name: str) -> bool:
+    """Whether a ``ModuleNotFoundError`` for ``missing`` is about ``module_name`` itself (or a
+    package on its path), not about a module it imports.
+
+    Example::
+
+        >>> _is_module_or_parent("pkg", "pkg.train"), _is_module_or_parent("torchvision", "main")
+        (True, False)
+    """
+    if missing is None:
+        return True
+    parts = module_name.split(".")
+    return missing in {".".join(parts[:end]) for end in range(1, len(parts) + 1)}
+
+
 @contextlib.contextmanager
 def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
                trainer_args: Callable[[LightningCLI], dict[str, Any]] | None,
-               parse_only: bool, seed: int | None) -> Iterator[None]:
+               parse_only: bool, seed: int | None) -> Iterator[list[LightningCLI]]:
     """While active, any ``LightningCLI(...)`` parses ``args`` for ``fit``, does not run it,
-    and raises :class:`_Handed` with itself (see the module docstring)."""
+    and raises :class:`_Handed` with itself (see the module docstring). Yields the CLIs whose
+    construction began (empty: what the entry point raised came before any)."""
     original = LightningCLI.__init__
+    begun: list[LightningCLI] = []
 
     def init(self: LightningCLI, *positional: Any, **keywords: Any) -> None:
+        begun.append(self)
         bound = inspect.signature(original).bind(self, *positional, **keywords)
         bound.apply_defaults()
         kwargs = dict(bound.arguments)
@@ -182,7 +218,7 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
     LightningCLI.__init__ = init  # type: ignore[method-assign]
     sys.argv = argv[:1]  # LightningCLI warns when given args with a command line of its own
     try:
-        yield
+        yield begun
     finally:
         LightningCLI.__init__ = original  # type: ignore[method-assign]
         sys.argv = argv
@@ -191,7 +227,7 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
 def _hand_over(entry: str, args: list[str], **intercept: Any) -> _Handed:
     """Call the project's entry point under :func:`_intercept` and take the CLI it built."""
     target = _entry_point(entry)
-    with _intercept(args, **intercept):
+    with _intercept(args, **intercept) as begun:
         try:
             if isinstance(target, type):
                 target()
@@ -204,6 +240,11 @@ def _hand_over(entry: str, args: list[str], **intercept: Any) -> _Handed:
         except SystemExit as error:  # a parser of the project's own that exits
             raise ConfigError("cli", f"{entry!r} exited ({error.code}) before building its "
                               "LightningCLI") from None
+        except Exception as error:
+            if begun:  # the CLI's parsing or classes: the caller says whose value it is
+                raise
+            raise ConfigError("cli", f"{entry!r} raised before building its LightningCLI: "
+                              f"{type(error).__name__}: {error}") from None
     raise ConfigError("cli", f"{entry!r} returned without building a LightningCLI: name the "
                       "function that builds it (def cli_main(args=None): MyCLI(..., args=args))"
                       " or the LightningCLI subclass")
@@ -356,11 +397,20 @@ def build_trial(
 
 
 _KEY = re.compile(r'(?:Parser key "|--)([A-Za-z_][\w.]*)')
+#: jsonargparse's refusal of a value given for the target of a ``link_arguments``.
+_LINKED = re.compile(r'Linked "([A-Za-z_][\w.]*)" must be given via "([^"]*)"')
+#: How a space key that the project's CLI links from another one is refused (as it is, by
+#: ``--check`` too: no value of it would do).
+_LINKED_WORDS = "cannot be searched: the project's CLI sets it"
 
 
 def _parse_error(error: Exception, values: Mapping[str, Any], spec: CliSpec) -> ConfigError:
     """A parser error as a ConfigError on the space key it names, else on ``config``."""
     message = " ".join(str(error).split())
+    linked = _LINKED.search(message)
+    if linked is not None and linked.group(1) in values:
+        return ConfigError(f"space.{linked.group(1)}", f"{_LINKED_WORDS} from "
+                           f"{linked.group(2)} (link_arguments); leave it out of space")
     for key in _KEY.findall(message):
         named = [name for name in values
                  if key == name or key.startswith(name + ".") or name.startswith(key + ".")]
@@ -482,6 +532,8 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     except ConfigError as error:
         name = error.field.removeprefix("space.")
         if name not in middle:
+            raise
+        if error.message.startswith(_LINKED_WORDS):  # no value of it would do
             raise
         if "unrecognized arguments" in error.message:  # a key the CLI does not have
             known = _known_keys(spec, name, middle)
