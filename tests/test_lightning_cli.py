@@ -809,10 +809,15 @@ def test_a_metric_never_logged_fails_the_trial_naming_what_was_logged(project: P
 # In this process: one trial built through Lightning's own CLI (lightning_hpo.launch.project).
 
 
-@pytest.mark.parametrize(("cores", "asked", "expected"), [(2, 4, 1), (1, 3, 0), (4, 2, 2)])
+@pytest.mark.parametrize(("cores", "asked", "expected"),
+                         [(2, 4, 1), (1, 3, 1), (4, 2, 2), (1, 0, 0), (3, 1, 1)])
 def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
     tmp_path: Path, cores: int, asked: int, expected: int,
 ) -> None:
+    """At most the slot's cores but one, and at least one where the project asks for loader
+    processes: a project's DataLoader with ``persistent_workers=True`` (or a
+    ``prefetch_factor``) refuses ``num_workers=0``, and every trial of a 1-core slot failed
+    with torch's ``ValueError: persistent_workers option needs num_workers > 0``."""
     from lightning_hpo.launch.cli_spec import CliSpec
     from lightning_hpo.launch.project import build_trial
 

@@ -282,7 +282,9 @@ def _is_folder_logger(class_path: str) -> bool:
 
 def _cap_loader_workers(cli: LightningCLI, cores: int) -> None:
     """A data module's ``num_workers`` (by name, subclass mode or not) within the slot's
-    share of the cores; the trial's ``config.yaml`` keeps the project's value."""
+    share of the cores, but not below 1 where the project asks for loader processes: its
+    ``DataLoader`` may take ``persistent_workers=True`` or a ``prefetch_factor``, which torch
+    refuses without one. The trial's ``config.yaml`` keeps the project's value."""
     from lightning_hpo.launch.devices import split_cores
 
     for key in ("fit.data.num_workers", "fit.data.init_args.num_workers"):
@@ -291,7 +293,7 @@ def _cap_loader_workers(cli: LightningCLI, cores: int) -> None:
         except (KeyError, AttributeError, TypeError):
             continue
         if isinstance(asked, int) and not isinstance(asked, bool):
-            capped = split_cores(cores, asked)[1]
+            capped = split_cores(cores, asked)[1] or min(asked, 1)
             if capped < asked:
                 cli.config[key] = capped
                 _logger.info("data.num_workers %d -> %d: this slot's share is %d core(s)",
@@ -348,7 +350,8 @@ def build_trial(
         max_epochs: ``trainer.max_epochs`` in :attr:`Built.config_text`.
         cores: the slot's share of the CPU cores: a data module's ``num_workers`` is lowered to
             at most ``cores - 1`` (:func:`~lightning_hpo.launch.devices.split_cores`), as for
-            the built-in data modules; None leaves it.
+            the built-in data modules, but not below 1 (:func:`_cap_loader_workers`); None
+            leaves it.
 
     Raises:
         ConfigError: ``cli`` (cannot import or call it), or ``config`` / ``space.<key>`` (the
