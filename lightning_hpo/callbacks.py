@@ -408,7 +408,8 @@ class PruningCallback(L.Callback):
         metrics = trainer.callback_metrics
         for name in self._monitors:
             if name not in metrics:
-                return not_logged("monitor", name, metrics, f"{self.resource} {self._judged}")
+                return not_logged("monitor", name, metrics, f"{self.resource} {self._judged}",
+                                  trainer.logged_metrics)
         return None
 
     def _read_metric(self, trainer: L.Trainer, name: str, step: int) -> float:
@@ -568,9 +569,13 @@ def _say_if_a_stopped_trial_completed() -> None:
         _stopped[:] = running
 
 
-def not_logged(field: str, name: str, metrics: Any, when: str) -> ConfigError:
+def not_logged(field: str, name: str, metrics: Any, when: str,
+               logged: Any = None) -> ConfigError:
     """The error for a metric ``name`` a fit was to log but did not, by ``when``: it lists
     ``metrics``' names (``trainer.callback_metrics``), for the reader to see the right one.
+    ``logged`` (``trainer.logged_metrics``, what went to the loggers) tells a metric logged
+    per step only in validation (``on_step=True, on_epoch=False``) from one never logged:
+    Lightning hands such a value to its loggers and never to callbacks.
 
     Example::
 
@@ -579,7 +584,24 @@ def not_logged(field: str, name: str, metrics: Any, when: str) -> ConfigError:
         'monitor'
         >>> print(error.message)
         'acc' is not logged by the LightningModule (by epoch 6); logged metrics: loss, lr
+        >>> print(not_logged("metric", "val_loss", {"loss": 0.5}, "epoch 1",
+        ...                  {"loss": 0.5, "val_loss": 0.7}).message)
+        ... # doctest: +NORMALIZE_WHITESPACE
+        'val_loss' is logged per validation step only (on_step=True, on_epoch=False), which
+        Lightning hands to its loggers but not to callbacks (by epoch 1): log it with
+        on_epoch=True (validation_step's default); metrics callbacks see: loss
     """
+    if logged is not None and name in logged:
+        seen = f"metrics callbacks see: {_names(metrics)}"
+        epoch_name = name.removesuffix("_step")
+        if epoch_name != name and epoch_name in metrics:  # on_step=True, on_epoch=True
+            return ConfigError(field, f"'{name}' is the per-step name of '{epoch_name}', which "
+                               "Lightning hands to its loggers but not to callbacks (by "
+                               f"{when}): name its epoch value, '{epoch_name}'; {seen}")
+        return ConfigError(field, f"'{name}' is logged per validation step only (on_step=True, "
+                           "on_epoch=False), which Lightning hands to its loggers but not to "
+                           f"callbacks (by {when}): log it with on_epoch=True (validation_step's "
+                           f"default); {seen}")
     return ConfigError(field, f"'{name}' is not logged by the LightningModule (by {when}); "
                        f"logged metrics: {_names(metrics)}")
 

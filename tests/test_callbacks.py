@@ -277,6 +277,43 @@ def test_a_metric_never_logged_fails_the_trial_at_the_end_of_fit(
     assert trial.state == TrialState.FAIL and trial.intermediate_values == {}
 
 
+class _PerStepValidation(_EverySecondEpoch):
+    """Logs ``loss`` in every validation with ``on_step=True``: alone (``on_epoch=False``),
+    Lightning hands it to its loggers only; with ``on_epoch=True`` too, callbacks see ``loss``
+    and the loggers ``loss_step`` and ``loss_epoch``."""
+
+    def __init__(self, on_epoch: bool) -> None:
+        super().__init__()
+        self.on_epoch = on_epoch
+
+    def validation_step(self, batch: Any, index: int) -> None:
+        self.log("loss", self.layer(batch[0]).pow(2).mean(), on_step=True,
+                 on_epoch=self.on_epoch)
+
+
+@pytest.mark.parametrize(("on_epoch", "monitor", "words"), [
+    (False, "loss", "'loss' is logged per validation step only (on_step=True, on_epoch=False), "
+     "which Lightning hands to its loggers but not to callbacks (by epoch 2): log it with "
+     "on_epoch=True (validation_step's default); metrics callbacks see: none"),
+    (True, "loss_step", "'loss_step' is the per-step name of 'loss', which Lightning hands to "
+     "its loggers but not to callbacks (by epoch 2): name its epoch value, 'loss'; metrics "
+     "callbacks see: loss, loss_epoch"),
+])
+def test_a_metric_logged_per_validation_step_says_so(
+    tmp_path: Path, on_epoch: bool, monitor: str, words: str,
+) -> None:
+    """The model does log it, per step: the fit failed with "'loss' is not logged by the
+    LightningModule ...; logged metrics: none", which sent the reader looking for a typo."""
+    study = optuna.create_study(pruner=PruneAt(None))
+    pruning = PruningCallback(study.ask(), monitor=monitor)
+    fitter = L.Trainer(accelerator="cpu", max_epochs=2, enable_checkpointing=False,
+                       logger=L.pytorch.loggers.CSVLogger(tmp_path), enable_progress_bar=False,
+                       enable_model_summary=False, num_sanity_val_steps=0, callbacks=[pruning])
+    with pytest.raises(ConfigError) as info:
+        fitter.fit(_PerStepValidation(on_epoch))
+    assert str(info.value) == f"monitor: {words}"
+
+
 def test_a_second_fit_from_the_start_on_the_same_trial_is_refused() -> None:
     """Reused for a second fit of its trial from epoch 1, the callback reported epochs 1-2
     again (Optuna kept the first fit's values), the pruner judged those, and pruned_at_epoch

@@ -83,3 +83,27 @@ def test_an_epoch_without_a_checkpoint_still_writes_its_end_time(tmp_path: Path)
     ]
     assert len(frozen.user_attrs[ATTR.EPOCH_END_TIMES]) == 4
     assert ResumePoint.of(frozen).epoch == 4
+
+
+def test_a_metric_logged_per_validation_step_only_fails_the_trial_saying_so(
+    tmp_path: Path,
+) -> None:
+    """At an epoch that validated, the launcher's check of the metric tells the loggers' view
+    from the callbacks': ``val_loss`` logged with ``on_step=True, on_epoch=False`` in validation
+    reaches ``trainer.logged_metrics`` only, and was said "not logged by the LightningModule"."""
+    from types import SimpleNamespace
+
+    from lightning_hpo.errors import ConfigError
+
+    cfg = parse_config(yaml.safe_load(config_file(tmp_path, metric="val_loss").read_text()))
+    spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
+                      events_fd=-1, deadline=None)
+    progress = _Progress(cfg, 0, EventWriter(-1), spec)
+    trainer = SimpleNamespace(callback_metrics={"train_loss": 0.5},
+                              logged_metrics={"train_loss": 0.5, "val_loss": 0.7})
+    with pytest.raises(ConfigError) as info:
+        progress._check_logged(trainer, 1)  # type: ignore[arg-type]
+    assert str(info.value).startswith(
+        "metric: 'val_loss' is logged per validation step only (on_step=True, on_epoch=False), "
+        "which Lightning hands to its loggers but not to callbacks (by epoch 1): log it with "
+        "on_epoch=True"), str(info.value)

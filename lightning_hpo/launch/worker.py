@@ -259,7 +259,8 @@ class _Progress(L.Callback):
         for index, metric in enumerate(self._metrics or [self._metric]):
             if metric not in logged:
                 field = f"metric[{index}]" if self._metrics else "metric"
-                raise not_logged(field, metric, logged, f"epoch {epoch}")
+                raise not_logged(field, metric, logged, f"epoch {epoch}",
+                                 trainer.logged_metrics)
 
     def _report(self, trainer: L.Trainer, epoch: int, validated: bool) -> None:
         """Rank 0: the epoch trained to the launcher, with its value (values) where it
