@@ -241,3 +241,21 @@ def test_summary_and_report_name_the_same_best_trial_in_a_tie(direction: str) ->
                if line.startswith("Best validation_error seen at any")]
     assert summarize(study)["best_trial"] == 1
     assert "(trial 1 at epoch 1, PRUNED trial)" in seen, seen
+
+
+def test_a_trial_that_fails_before_its_fit_starts_prints_its_values() -> None:
+    """A trial whose model refuses its values in ``__init__`` ends before ``fit_start`` (which
+    brought the values): its FAIL line showed none, only the error. Its ``end`` brings them."""
+    from types import SimpleNamespace
+
+    sup = _supervisor(20)
+    worker = SimpleNamespace(slot=plan_slots(2)[1], trial=None, deaths_in_a_row=0)
+    now = time.time()
+    sup._handle(worker, {"e": "start", "t": now - 1, "trial": 3, "from_epoch": 0})  # type: ignore[arg-type]
+    sup._handle(worker, {"e": "end", "t": now, "trial": 3, "state": "FAIL", "value": None,  # type: ignore[arg-type]
+                         "reason": "ValueError: hidden 15 is odd", "params": {"lr": 0.3}})
+    console = Console(file=io.StringIO(), width=200, highlight=False, markup=False)
+    Display(sup.cfg, "lines", console).update(sup)
+    printed = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    (line,) = [line for line in printed if line.split()[1:3] == ["3", "FAIL"]]
+    assert "lr=0.3  [slot 1 cpu:1" in line and line.endswith("(ValueError: hidden 15 is odd)")

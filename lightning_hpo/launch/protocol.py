@@ -4,7 +4,8 @@ Light on purpose (no torch): the supervisor imports it.
 
 Events are JSON lines ``{"e": kind, "t": unix seconds, ...}`` on a pipe, in this order per trial:
 ``start`` (claimed) -> ``fit_start`` (params known, training begins) -> ``epoch``... -> ``end``
-(an ``epoch`` per epoch trained, with its ``value`` where the epoch validated);
+(an ``epoch`` per epoch trained, with its ``value`` where the epoch validated; ``end``
+with the params too, for a trial that failed before its fit started);
 plus ``ready`` once and ``exit`` at the end of a worker. A worker started before the study
 exists (:attr:`WorkerSpec.hold`) imports torch and Lightning while the launcher goes on; one
 that checks the config (:attr:`WorkerSpec.check`) then says ``checked`` (with the notes to

@@ -394,6 +394,7 @@ class Supervisor:
                 row.state, row.value, row.reason, row.ended = (
                     event["state"], event["value"], event["reason"], now
                 )
+                row.params = row.params or event.get("params") or {}
                 if row.value is None and row.state == "PRUNED":
                     row.value = row.last
             worker.trial = None

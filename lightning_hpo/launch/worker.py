@@ -664,8 +664,10 @@ def _run_segment(
     end_trial(study, trial.number, outcome.state, value=outcome.value, reason=reason)
     remove_resume_checkpoint(trial)
     first = outcome.value[0] if isinstance(outcome.value, tuple) else outcome.value
+    # its values too: a trial that failed before fit started (its model's __init__ refused
+    # them) sent no fit_start, and its line would show none
     events.emit("end", trial=trial.number, state=outcome.state.name, value=first,
-                reason=reason)
+                reason=reason, params=progress.params)
     return ranks_fine
 
 
