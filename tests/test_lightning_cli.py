@@ -941,3 +941,29 @@ def test_the_projects_early_stopping_at_a_rung_ends_the_trial_there(project: Pat
     for trial in trials:
         if max(trial.intermediate_values) == 2:
             assert trial.state == TrialState.COMPLETE, trial
+
+
+def test_check_names_the_choice_a_searched_argument_does_not_fit(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A space choosing between two model classes and searching an argument only the first
+    takes: the check said "space.model.init_args.width: is refused by the CLI's parser: ..."
+    at its middle, which the range's middle is not to blame for; it names the choice too."""
+    _write_yaml(here / "tune_choice.yaml", {
+        "study": "choice",
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "metric": "validation_loss",
+        "space": {"model.class_path": {"choice": ["lightning_hpo.models.LeNet",
+                                                   "lightning_hpo.models.DropoutMLP"]},
+                  "model.init_args.width": {"uniform": [0.5, 1.0]}},
+        "pruner": {"name": "asha", "max_resource": 3}, "stop": {"n_trials": 4},
+    })
+    code, out, err = _check("tune_choice.yaml", capsys=capsys)
+    assert code == 2, out + err
+    (line,) = err.strip().splitlines()
+    assert line.startswith(
+        "error: space.model.init_args.width: with space.model.class_path at its high end "
+        "lightning_hpo.models.DropoutMLP, it is refused by the CLI's parser: "), line
+    assert "'width'" in line, line
+    _nothing_written(here)

@@ -513,7 +513,9 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     key: a key the parser does not know, a value its type does not take (a float range for an
     ``int``) or one its class refuses (also when building the optimizer and scheduler) is a
     ``space.<key>`` error (ends refused only together are let through: trials rarely draw
-    them). Nothing is written but under ``scratch`` (a temporary folder).
+    them); a key refused only with another's end (an argument the class chosen at the end of
+    ``model.class_path`` does not take) is named with that end. Nothing is written but under
+    ``scratch`` (a temporary folder).
 
     Returns:
         One line per Trainer argument of the project's config that the launcher replaces
@@ -562,6 +564,10 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
                 if error.field == f"space.{name}":
                     raise ConfigError(error.field, f"the {label} end {format_value(value)} "
                                       f"{error.message}") from None
+                if error.field.removeprefix("space.") in middle:  # another key, at its middle:
+                    # refused with this one's end (a class chosen that lacks that argument)
+                    raise ConfigError(error.field, f"with space.{name} at its {label} end "
+                                      f"{format_value(value)}, it {error.message}") from None
                 raise
             except Exception as error:
                 raise ConfigError(f"space.{name}", f"the {label} end {format_value(value)} is "
