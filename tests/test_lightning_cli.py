@@ -890,6 +890,65 @@ def test_a_run_false_clis_config_retrains_without_a_subcommand(
         sys.modules.pop("rf_main", None)
 
 
+_BAR_PROJECT = """
+from lightning.pytorch.callbacks import LearningRateMonitor, RichProgressBar, TQDMProgressBar
+from lightning.pytorch.cli import LightningCLI
+
+
+class BarCLI(LightningCLI):
+    def add_arguments_to_parser(self, parser):
+        parser.add_lightning_class_args(RichProgressBar, "bar")
+
+
+def defaults_main(args=None):
+    LightningCLI(args=args, trainer_defaults={
+        "callbacks": [TQDMProgressBar(refresh_rate=5), LearningRateMonitor()]})
+
+
+def class_args_main(args=None):
+    BarCLI(args=args)
+
+
+def config_main(args=None):
+    LightningCLI(args=args)
+"""
+
+
+@pytest.mark.parametrize("entry", ["defaults_main", "class_args_main", "config_main"])
+def test_a_progress_bar_from_trainer_defaults_or_class_args_is_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str,
+) -> None:
+    """A progress bar the project's CLI adds itself (``trainer_defaults={"callbacks": [...]}``,
+    ``parser.add_lightning_class_args(RichProgressBar, ...)``) failed every trial, and the
+    check: "MisconfigurationException: Trainer was configured with `enable_progress_bar=False`
+    but found `TQDMProgressBar` in callbacks list"; only one in ``trainer.callbacks`` (here
+    beside them, with a callback of its own) was left out. The project's other callbacks
+    stay."""
+    from lightning.pytorch.callbacks import ProgressBar
+
+    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.project import build_trial
+
+    (tmp_path / "bar_main.py").write_text(_BAR_PROJECT, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = CliSpec(entry=f"bar_main:{entry}", sections={
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "trainer": {"callbacks": [
+            {"class_path": "lightning.pytorch.callbacks.TQDMProgressBar"},
+            {"class_path": "lightning.pytorch.callbacks.LearningRateMonitor"}]}})
+    try:
+        built = build_trial(spec, {"model.init_args.lr": 0.1}, trainer_args={
+            "accelerator": "cpu", "devices": 1, "max_epochs": 1,
+            "default_root_dir": str(tmp_path)},
+            callbacks=[], loggers=[], trial_dir=tmp_path, seed=3, max_epochs=1)
+    finally:
+        sys.modules.pop("bar_main", None)
+    names = [type(callback).__name__ for callback in built.trainer.callbacks]
+    assert not any(isinstance(c, ProgressBar) for c in built.trainer.callbacks), names
+    assert names.count("LearningRateMonitor") == (2 if entry == "defaults_main" else 1), names
+
+
 @pytest.mark.slow
 def test_a_projects_own_checkpoint_on_the_metric_progress_bar_and_written_out_seed(
     project: Path,

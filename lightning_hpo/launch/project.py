@@ -24,7 +24,8 @@ and ``lr_scheduler:``, callbacks and loggers), with five differences the launche
 * ``seed_everything`` left at Lightning's default (``true``, a random seed; also when the
   config writes ``true`` out) is the launcher's seed for the trial (``seed + trial number``); a
   seed the project sets is used as it is;
-* a progress bar among the project's callbacks is left out (the launcher's Trainer has none).
+* a progress bar among the project's callbacks (its config's, its CLI's ``trainer_defaults``
+  or ``add_lightning_class_args``) is left out (the launcher's Trainer has none).
 
 Importing this module imports Lightning and jsonargparse (Lightning's ``[extra]``).
 """
@@ -208,7 +209,21 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
             self.before_instantiate_classes = before  # type: ignore[method-assign]
         if trainer_args is not None:
             def instantiate_trainer(**given: Any) -> Trainer:
-                return cls.instantiate_trainer(self, **{**given, **trainer_args(self)})
+                made_by = self.trainer_class
+
+                def without_progress_bars(**config: Any) -> Trainer:
+                    # the launcher owns the progress bar (off: its workers write logs); the
+                    # config's, the CLI's trainer_defaults' and add_lightning_class_args' are
+                    # all here (a Trainer without one refuses to take one)
+                    config["callbacks"] = [callback for callback in config.get("callbacks") or []
+                                           if not isinstance(callback, ProgressBar)]
+                    return made_by(**config)
+
+                self.trainer_class = without_progress_bars  # type: ignore[assignment]
+                try:
+                    return cls.instantiate_trainer(self, **{**given, **trainer_args(self)})
+                finally:
+                    self.trainer_class = made_by
 
             self.instantiate_trainer = instantiate_trainer  # type: ignore[method-assign]
         original(self, **kwargs)
@@ -379,8 +394,6 @@ def build_trial(
         user_callbacks = made.get("callbacks") or []
         user_callbacks = (list(user_callbacks) if isinstance(user_callbacks, list)
                           else [user_callbacks])
-        # the launcher owns the progress bar (off: its workers write logs, not a terminal)
-        user_callbacks = [c for c in user_callbacks if not isinstance(c, ProgressBar)]
         out = {**trainer_args, "logger": chosen, "callbacks": [*user_callbacks, *callbacks],
                "plugins": [*plugins, *trainer_args.get("plugins", [])],
                **FIXED_TRAINER}
