@@ -1002,6 +1002,34 @@ def test_the_projects_early_stopping_at_a_rung_ends_the_trial_there(project: Pat
             assert trial.state == TrialState.COMPLETE, trial
 
 
+def test_a_ckpt_path_in_the_projects_config_is_said_replaced_and_keeps_the_trials_values(
+    here: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``ckpt_path: old.ckpt`` in the project's config: Lightning's CLI replaced the trial's
+    model values with the hyperparameters saved in that checkpoint (a trial searching
+    ``model.hidden_dim`` 20 trained 200, the study recording 20), the trial's ``config.yaml``
+    named the checkpoint, which the launcher's fit never resumed from, and nothing said so."""
+    import torch
+
+    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.project import _on_cpu
+
+    torch.save({"hyper_parameters": {"hidden_dim": 200}}, here / "old.ckpt")
+    (here / "extra.yaml").write_text("ckpt_path: old.ckpt\n", encoding="utf-8")
+    built = _on_cpu(CliSpec("main:cli_main", ("config.yaml", "extra.yaml")),
+                    {"model.hidden_dim": 20}, here / "scratch")
+    assert built.model.hparams.hidden_dim == 20
+    written = yaml.safe_load(built.config_text)
+    assert written["model"]["hidden_dim"] == 20 and written["ckpt_path"] is None
+    shutil.rmtree(here / "scratch", ignore_errors=True)
+    tune = _tune_variant(here, "tune_extra.yaml", config=["config.yaml", "extra.yaml"])
+    code, out, err = _check(tune, capsys=capsys)
+    assert code == 0, out + err
+    assert ("ckpt_path=old.ckpt in the project's config is replaced: each trial trains from "
+            "its start (it resumes from its own checkpoint only)") in out.splitlines(), out
+    _nothing_written(here)
+
+
 def test_check_names_the_choice_a_searched_argument_does_not_fit(
     here: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -6,7 +6,7 @@ A project runs ``python main.py fit --config config.yaml``; its entry point (``c
 subclass. The launcher calls it as it is, with the trial's ``fit`` command line, while
 :func:`_intercept` holds ``LightningCLI.__init__``: the project's CLI class then parses, links,
 seeds and instantiates exactly as in ``fit`` (its own parser, ``link_arguments``, ``optimizer:``
-and ``lr_scheduler:``, callbacks and loggers), with five differences the launcher owns:
+and ``lr_scheduler:``, callbacks and loggers), with six differences the launcher owns:
 
 * only the ``fit`` subcommand is set up, and it is not run: the CLI is handed back with its
   model, data module and Trainer (an exception the project's code cannot catch with
@@ -24,6 +24,8 @@ and ``lr_scheduler:``, callbacks and loggers), with five differences the launche
 * ``seed_everything`` left at Lightning's default (``true``, a random seed; also when the
   config writes ``true`` out) is the launcher's seed for the trial (``seed + trial number``); a
   seed the project sets is used as it is;
+* a ``ckpt_path`` in the project's config is not resumed from, nor are the model's values
+  taken from its saved hyperparameters: a trial trains from its start (the check says so);
 * a progress bar among the project's callbacks (its config's, its CLI's ``trainer_defaults``
   or ``add_lightning_class_args``) is left out (the launcher's Trainer has none).
 
@@ -197,6 +199,12 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
             # for every trial
             if seed is not None and self.config["fit.seed_everything"] is True:
                 self.config["fit.seed_everything"] = seed
+            # a ckpt_path in the project's config is not resumed from (the launcher's fit takes
+            # the trial's own checkpoint), and Lightning would replace the trial's model values
+            # with the hyperparameters saved in it: kept aside, for the check to say so
+            self._lightning_hpo_ckpt_path = self.config.get("fit.ckpt_path")  # type: ignore[attr-defined]
+            if self._lightning_hpo_ckpt_path is not None:  # type: ignore[attr-defined]
+                self.config["fit.ckpt_path"] = None
             if parse_only:
                 raise _Handed(self)
 
@@ -316,9 +324,10 @@ def _cap_loader_workers(cli: LightningCLI, cores: int) -> None:
 
 
 def _dump(cli: LightningCLI, max_epochs: int) -> str:
-    """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs``; without
-    ``Trainer.fit``'s own arguments (``ckpt_path``, ``weights_only``) for a CLI made with
-    ``run=False``, whose parser has no such keys."""
+    """The ``fit`` config as the CLI's own save-config writes it, to ``max_epochs`` (its
+    ``ckpt_path`` null: a trial trains from its start); without ``Trainer.fit``'s own
+    arguments (``ckpt_path``, ``weights_only``) for a CLI made with ``run=False``, whose parser
+    has no such keys."""
     config = copy.deepcopy(cli.config["fit"])
     config["trainer.max_epochs"] = max_epochs
     parser = cli._subcommand_parsers["fit"]
@@ -532,7 +541,8 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
 
     Returns:
         One line per Trainer argument of the project's config that the launcher replaces
-        (:func:`owned_lines`; ``max_epochs`` when it differs from the study's).
+        (:func:`owned_lines`; ``max_epochs`` when it differs from the study's), and one for its
+        ``ckpt_path``.
 
     Raises:
         ConfigError: naming ``cli``, ``config`` or ``space.<key>``.
@@ -590,7 +600,19 @@ def _check_cli(spec: CliSpec, space: Mapping[str, Any], scratch: Path,
     _check_fit_values(spec, handed.cli.config["fit.trainer"], ends)
     if pauses:
         _check_validation_at(pauses, spec, handed.cli.config["fit.trainer"], ends)
-    return owned_lines(handed.cli.config["fit.trainer"], max_epochs)
+    return [*owned_lines(handed.cli.config["fit.trainer"], max_epochs),
+            *_ckpt_line(handed.cli)]
+
+
+def _ckpt_line(cli: LightningCLI) -> list[str]:
+    """The line that says a ``ckpt_path`` of the project's config is not resumed from (see
+    :func:`_intercept`): the launcher's ``fit`` takes a trial's own resume checkpoint, or
+    none, and the trial's ``config.yaml`` says ``ckpt_path: null``."""
+    given = getattr(cli, "_lightning_hpo_ckpt_path", None)
+    if given is None:
+        return []
+    return [f"ckpt_path={given} in the project's config is replaced: each trial trains from its "
+            "start (it resumes from its own checkpoint only)"]
 
 
 def _check_class_paths(spec: CliSpec) -> None:
