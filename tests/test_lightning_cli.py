@@ -732,6 +732,17 @@ def test_check_names_the_project_config_its_classes_refuse(
 
 
 _ENTRY_MODULES = {
+    # the project's CLI class named as the entry, which makes it without its model and data
+    # classes: the parser's setup refuses the project's link_arguments
+    "cli-class-without-its-classes": ("from main import ShopCLI\n",
+                                      "error: cli: 'proj_entry:ShopCLI' failed setting up its "
+                                      "LightningCLI's parser (add_arguments_to_parser, "
+                                      "link_arguments), before reading any config: ValueError: "
+                                      'Target key expected to start with "model.init_args.", '
+                                      'got "model.in_features"; a LightningCLI subclass as cli: '
+                                      "is made with no arguments: name the function that makes "
+                                      "it with its model and data (def cli_main(args=None): "
+                                      "ShopCLI(Model, Data, args=args))"),
     "raises-at-import": ("raise RuntimeError('no GPU here')\n",
                          "error: cli: importing module 'proj_entry' failed: RuntimeError: no "
                          "GPU here"),
@@ -757,9 +768,10 @@ _ENTRY_MODULES = {
 def test_check_names_the_entry_point_for_what_its_module_or_function_raises(
     here: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: str,
 ) -> None:
-    """What the project's module or entry function raises before its LightningCLI is built is
-    the ``cli`` entry's: it was reported as the project's config refusing itself (``config:
-    the project refuses its own config (config.yaml) ...``), a missing dependency as a module
+    """What the project's module or entry function raises before its LightningCLI is built, or
+    its CLI while setting up its parser, is the ``cli`` entry's: it was reported as the
+    project's config refusing itself (``config: the project refuses its own config
+    (config.yaml) ...``), a missing dependency as a module
     not found in the folder ("run the launcher in the project's folder"), and a module that
     parses ``sys.argv`` at import exited with its own usage line about the launcher's
     arguments."""
@@ -768,7 +780,7 @@ def test_check_names_the_entry_point_for_what_its_module_or_function_raises(
     raw = yaml.safe_load((here / "tune.yaml").read_text())
     raw["space"] = {"model.hidden_dim": raw["space"]["model.hidden_dim"]}  # fewer builds
     raw["initial"] = [{"model.hidden_dim": 64}]
-    raw["cli"] = "proj_entry:cli_main"
+    raw["cli"] = "proj_entry:" + ("ShopCLI" if "ShopCLI" in text else "cli_main")
     _write_yaml(here / "tune_entry.yaml", raw)
     monkeypatch.setattr(sys, "argv", ["pytest", "tests/test_lightning_cli.py", "-q"])
     try:

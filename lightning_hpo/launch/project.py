@@ -162,15 +162,16 @@ def _is_module_or_parent(missing: str | None, module_name: str) -> bool:
 @contextlib.contextmanager
 def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
                trainer_args: Callable[[LightningCLI], dict[str, Any]] | None,
-               parse_only: bool, seed: int | None) -> Iterator[list[LightningCLI]]:
+               parse_only: bool, seed: int | None) -> Iterator[list[str]]:
     """While active, any ``LightningCLI(...)`` parses ``args`` for ``fit``, does not run it,
-    and raises :class:`_Handed` with itself (see the module docstring). Yields the CLIs whose
-    construction began (empty: what the entry point raised came before any)."""
+    and raises :class:`_Handed` with itself (see the module docstring). Yields the stages a
+    CLI reached, for an error to say whose it is: ``"init"`` (its construction began; none:
+    the entry point raised before), then ``"parse"`` (its parser is set up)."""
     original = LightningCLI.__init__
-    begun: list[LightningCLI] = []
+    stages: list[str] = []
 
     def init(self: LightningCLI, *positional: Any, **keywords: Any) -> None:
-        begun.append(self)
+        stages.append("init")
         bound = inspect.signature(original).bind(self, *positional, **keywords)
         bound.apply_defaults()
         kwargs = dict(bound.arguments)
@@ -190,6 +191,7 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
         self._run_subcommand = lambda subcommand: None  # type: ignore[method-assign]
 
         def parse(parser: Any, given: Any) -> None:
+            stages.append("parse")
             try:
                 cls.parse_arguments(self, parser, given)
             except Exception as error:  # jsonargparse's ArgumentError, a missing file
@@ -241,7 +243,7 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
     LightningCLI.__init__ = init  # type: ignore[method-assign]
     sys.argv = argv[:1]  # LightningCLI warns when given args with a command line of its own
     try:
-        yield begun
+        yield stages
     finally:
         LightningCLI.__init__ = original  # type: ignore[method-assign]
         sys.argv = argv
@@ -250,7 +252,7 @@ def _intercept(args: list[str], adjust: Callable[[LightningCLI], None] | None,
 def _hand_over(entry: str, args: list[str], **intercept: Any) -> _Handed:
     """Call the project's entry point under :func:`_intercept` and take the CLI it built."""
     target = _entry_point(entry)
-    with _intercept(args, **intercept) as begun:
+    with _intercept(args, **intercept) as stages:
         try:
             if isinstance(target, type):
                 target()
@@ -264,10 +266,19 @@ def _hand_over(entry: str, args: list[str], **intercept: Any) -> _Handed:
             raise ConfigError("cli", f"{entry!r} exited ({error.code}) before building its "
                               "LightningCLI") from None
         except Exception as error:
-            if begun:  # the CLI's parsing or classes: the caller says whose value it is
+            if "parse" in stages:  # the CLI's parsing or classes: the caller says whose value
                 raise
-            raise ConfigError("cli", f"{entry!r} raised before building its LightningCLI: "
-                              f"{type(error).__name__}: {error}") from None
+            reason = f"{type(error).__name__}: {error}"
+            if not stages:
+                raise ConfigError("cli", f"{entry!r} raised before building its LightningCLI: "
+                                  f"{reason}") from None
+            hint = ("; a LightningCLI subclass as cli: is made with no arguments: name the "
+                    "function that makes it with its model and data (def cli_main(args=None): "
+                    f"{target.__name__}(Model, Data, args=args))"
+                    if isinstance(target, type) else "")
+            raise ConfigError("cli", f"{entry!r} failed setting up its LightningCLI's parser "
+                              f"(add_arguments_to_parser, link_arguments), before reading any "
+                              f"config: {reason.rstrip('.')}{hint}") from None
     raise ConfigError("cli", f"{entry!r} returned without building a LightningCLI: name the "
                       "function that builds it (def cli_main(args=None): MyCLI(..., args=args))"
                       " or the LightningCLI subclass")
