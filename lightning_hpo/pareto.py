@@ -156,7 +156,7 @@ def nondominated_fronts(
         >>> nondominated_fronts({0: (1, 1), 1: (1, 1), 2: (2, 2), 3: (float("nan"), 0)},
         ...                     (True, True))
         [[0, 1], [2]]
-        >>> nondominated_fronts({0: (1, 1), 1: (0, math.inf)}, (True, False), infinite=True)
+        >>> nondominated_fronts({0: (1, 1), 1: (0, float("inf"))}, (True, False), infinite=True)
         [[1], [0]]
     """
     minimize = _minimize(minimize)
