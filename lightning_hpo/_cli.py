@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
@@ -46,6 +47,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.options: dict[str, str] = {}  # set before argparse adds --help by add_argument
+        self._argv: list[str] = []  # what parse_args was given
         super().__init__(*args, **kwargs)
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
@@ -54,10 +56,27 @@ class OneLineParser(argparse.ArgumentParser):
         if names and action.dest != "help":
             name = next((n for n in names if n.startswith("--")), names[0])
             self.options[name.lstrip("-")] = _written(name, action)
+        elif not names:  # a positional: listed as it is written, first among the options
+            metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+            self.options[action.dest] = f"{metavar} (no flag)"
         return action
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
+        return super().parse_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        """Print ``error: <one line>`` (:func:`one_line`) on stderr and exit with code 2."""
+        """Print ``error: <one line>`` (:func:`one_line`) on stderr and exit with code 2.
+
+        argparse names a missing positional before an unknown option (``--bogus`` alone reads
+        "the following arguments are required: storage"): the unknown option is named first.
+        """
+        if message.startswith("the following arguments are required"):
+            known = {name for action in self._actions for name in action.option_strings}
+            unknown = [arg for arg in self._argv
+                       if arg.startswith("-") and arg.split("=", 1)[0] not in known]
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         self.exit(EXIT_BAD_INPUT, f"error: {one_line(message, self.options)}\n")
 
 
