@@ -215,7 +215,13 @@ def test_ctrl_c_while_writing_is_one_line_exit_130_and_leaves_no_file(
     assert code == 130
     captured = capsys.readouterr()
     assert captured.err == "stopped by SIGINT\n" and not captured.out
-    assert list(out.iterdir()) == []
+    assert not out.exists()  # the folder this run made is gone too (it was left empty)
+    out.mkdir()  # a folder of an earlier report: kept, with its files
+    (out / "trials.csv").write_text("earlier\n")
+    saved.clear()
+    assert main(["--storage", spec, "--out", str(out)]) == 130
+    assert [f.name for f in out.iterdir()] == ["trials.csv"]
+    assert (out / "trials.csv").read_text() == "earlier\n"
 
 
 def test_help_shows_an_example() -> None:

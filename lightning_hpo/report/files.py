@@ -15,6 +15,7 @@ import contextlib
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -86,7 +87,12 @@ def write_report(source: Source, out_dir: str | Path) -> dict[str, Path]:
     """
     snap = StudySnapshot.of(source)
     snap.require_trials()
-    out = _out_dir(out_dir)
+    with _out_folder(out_dir) as out:  # a Ctrl-C or error leaves no empty folder
+        return _report_files(snap, out)
+
+
+def _report_files(snap: StudySnapshot, out: Path) -> dict[str, Path]:
+    """The tables and figures of :func:`write_report`, written into ``out``."""
     info = snap.info
     trials, curves = trials_frame(snap), curves_frame(snap)
     rungs = rungs_frame(snap) if info.brackets else None
@@ -162,8 +168,23 @@ def write_compare(studies: Studies | Comparison, out_dir: str | Path) -> dict[st
     else:
         long, name = comparison.incumbents, "incumbents.csv"
         fig = plot_compare(long, comparison.info)
-    out = _out_dir(out_dir)
-    return _write_files(out, {"compare.csv": pairs, name: long}, {"compare.png": fig})
+    with _out_folder(out_dir) as out:
+        return _write_files(out, {"compare.csv": pairs, name: long}, {"compare.png": fig})
+
+
+@contextlib.contextmanager
+def _out_folder(out_dir: str | Path) -> Iterator[Path]:
+    """The folder ``out_dir``, made when missing (:func:`_out_dir`); one made here is removed
+    again, when still empty, if the block ends in an error or Ctrl-C."""
+    existed = Path(out_dir).is_dir()
+    path = _out_dir(out_dir)
+    try:
+        yield path
+    except BaseException:
+        if not existed:
+            with contextlib.suppress(OSError):  # not empty (another writer's files): kept
+                path.rmdir()
+        raise
 
 
 def _out_dir(out_dir: str | Path) -> Path:
