@@ -35,7 +35,7 @@ test: $(STAMP)
 	bash scripts/ensure_slurm.sh
 	$(PY) scripts/run_tests.py
 
-# One table of the overheads (~4 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules,
+# One table of the overheads (~5 min on 2 cores); bench-full adds scaling, search, pause/resume, schedules,
 # the launcher against a plain Optuna script (bench_peers.py) and several objectives
 # (bench_multiobjective.py) (~50 min).
 bench: $(STAMP)

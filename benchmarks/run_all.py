@@ -5,8 +5,9 @@ prints its own detailed table as it goes, and writes its headline figures (``--j
 table at the end collects them: what was measured, against which baseline of the same run, the
 ratio, the target, and PASS or MISS.
 
-Default: the overheads (Lightning vs a plain loop, the callback per epoch, the launcher's idle
-gap between trials, the pruner's decision vs Optuna's), about 4 minutes on 2 cores. ``--full``
+Default: the overheads (Lightning vs a plain loop, the callback per epoch, LeNet's fit in the
+channels-last layout against the default, the launcher's idle gap between trials, the pruner's
+decision vs Optuna's), about 5 minutes on 2 cores. ``--full``
 adds scaling (1, 2 and 4 workers where the machine has the cores), search efficiency (random,
 TPE and GP sampling, each with and without ASHA, 3 seeds, the same epoch budget) and
 pause/resume (random search vs stopping and promotion ASHA vs synchronous SH, 3 seeds, and the
@@ -42,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 OVERHEADS: list[tuple[str, list[str], list[str]]] = [
     ("bench_epoch.py", [], ["--epochs", "3", "--repeats", "2"]),
     ("bench_callback.py", [], ["--epochs", "3", "--repeats", "3"]),
+    ("bench_memory_format.py", [], ["--repeats", "1", "--epochs", "2", "--batch-sizes", "128"]),
     ("bench_launch.py", [], ["--trials", "5"]),
     ("bench_pruner.py", [], ["--quick"]),
 ]

@@ -671,6 +671,15 @@ def _run_bench(script: str, *args: str, tmp_path: Path) -> tuple[str, list[Figur
 
 
 @pytest.mark.slow
+def test_bench_memory_format_runs_and_writes_its_figure(tmp_path: Path) -> None:
+    stdout, (figure,) = _run_bench("bench_memory_format.py", "--repeats", "1", "--epochs", "1",
+                                   "--batch-sizes", "128", "--activations", "relu",
+                                   tmp_path=tmp_path)
+    assert "relu" in stdout and "median of 1 pairs" in stdout
+    assert figure.target == "< 1.00x" and figure.met is not None
+
+
+@pytest.mark.slow
 def test_bench_callback_runs_and_writes_its_figures(tmp_path: Path) -> None:
     stdout, figures = _run_bench("bench_callback.py", "--epochs", "1", "--repeats", "1",
                                  tmp_path=tmp_path)

@@ -147,12 +147,12 @@ def test_the_data_keys_that_may_change_are_arguments_of_the_built_in_data_module
     assert set(changes_module.DATA_DEFAULTS) <= allowed
 
 
-def test_the_model_key_that_may_change_is_the_cuda_graph_alone() -> None:
+def test_the_model_keys_that_may_change_are_how_the_same_steps_run() -> None:
     allowed = {f for f, kind in FIELDS.items() if f.startswith("model.") and kind == "allowed"}
-    assert allowed == {"model.cuda_graphs"} and set(changes_module.LAUNCHER_MODEL_ARGS) == {
-        f.partition(".")[2] for f in allowed}
+    assert allowed == {"model.cuda_graphs", "model.channels_last"}
+    assert set(changes_module.LAUNCHER_MODEL_ARGS) == {f.partition(".")[2] for f in allowed}
     for name in changes_module.MODEL_DEFAULTS["lenet"]:
-        if name != "cuda_graphs":
+        if name not in ("cuda_graphs", "channels_last"):
             assert classify(f"model.{name}") == "refused", name
 
 
@@ -410,6 +410,8 @@ ALLOWED = [
     ("num-workers", ["data.num_workers=2"], None, "data.num_workers 0 -> 2"),
     ("on-device", ["data.on_device=false"], None, "data.on_device auto -> false"),
     ("cuda-graphs", ["model.cuda_graphs=false"], None, "model.cuda_graphs auto -> false"),
+    ("channels-last", ["model.channels_last=false"], None,
+     "model.channels_last auto -> false"),
     ("root", ["data.root=/mnt/fashion"], FASHION, "data.root /data -> /mnt/fashion"),
     ("download", ["data.download=true"], FASHION, "data.download false -> true"),
     ("cli-n-trials", ["stop.n_trials=40"], CLI_BASE, "stop.n_trials 6 -> 40"),

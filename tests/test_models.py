@@ -86,7 +86,7 @@ def test_unknown_hyperparameter_lists_allowed() -> None:
     assert info.value.field == "model.learning_rate"
     assert info.value.message.endswith(
         "allowed: lr, momentum, weight_decay, num_classes, activation, width, measure_latency, "
-        "cuda_graphs"
+        "cuda_graphs, channels_last"
     )
 
 
@@ -133,14 +133,15 @@ def test_activation_error_lists_choices() -> None:
             "lenet",
             {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
              "activation": "relu", "width": 1.0, "measure_latency": False,
-             "cuda_graphs": False},
+             "cuda_graphs": False, "channels_last": False},
             id="lenet",
         ),
         pytest.param(
             "dropout_mlp",
             {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
              "num_inputs": 784, "num_hiddens_1": 256, "num_hiddens_2": 256, "dropout_1": 0.5,
-             "dropout_2": 0.5, "measure_latency": False, "cuda_graphs": False},
+             "dropout_2": 0.5, "measure_latency": False, "cuda_graphs": False,
+             "channels_last": False},
             id="dropout_mlp",
         ),
     ],

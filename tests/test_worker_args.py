@@ -30,10 +30,11 @@ def _kwargs(tmp_path: Path, model: dict) -> tuple[dict, dict]:
 def test_a_built_in_model_replays_its_steps_from_a_cuda_graph_where_one_applies(
         tmp_path: Path, name: str) -> None:
     model_kwargs, data_kwargs = _kwargs(tmp_path, {"name": name})
-    assert LAUNCHER_MODEL_ARGS == {"cuda_graphs": "auto"}
-    assert model_kwargs == {"cuda_graphs": "auto", "lr": 0.05}
+    assert LAUNCHER_MODEL_ARGS == {"cuda_graphs": "auto", "channels_last": "auto"}
+    assert model_kwargs == {"cuda_graphs": "auto", "channels_last": "auto", "lr": 0.05}
     assert data_kwargs == {"batch_size": 64, "num_workers": 0}  # its share of the cores, less 1
     assert build_model(name, **model_kwargs).hparams.cuda_graphs == "auto"
+    assert build_model(name, **model_kwargs).hparams.channels_last == "auto"
 
 
 @pytest.mark.parametrize("written", [False, True])
@@ -47,4 +48,5 @@ def test_a_model_named_by_its_path_gets_only_what_the_config_gives(tmp_path: Pat
     default: the launcher adds nothing."""
     model_kwargs, _ = _kwargs(tmp_path, {"name": "lightning_hpo.models:LeNet"})
     assert model_kwargs == {"lr": 0.05}
-    assert build_model("lightning_hpo.models:LeNet", **model_kwargs).hparams.cuda_graphs is False
+    hparams = build_model("lightning_hpo.models:LeNet", **model_kwargs).hparams
+    assert hparams.cuda_graphs is False and hparams.channels_last is False

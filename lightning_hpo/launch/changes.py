@@ -81,6 +81,9 @@ FIELDS: dict[str, Kind] = {
     # ... except whether the built-in models' training steps are replayed from a CUDA graph:
     # the same steps, launched from the host in fewer calls (lightning_hpo._cuda_graph).
     "model.cuda_graphs": "allowed",
+    # ... and in which memory layout they train (channels-last: the same values up to the
+    # order of float sums; lightning_hpo._memory_format).
+    "model.channels_last": "allowed",
     # What a trial trains on: another data set, split, batch size or seed ...
     "data.name": "refused",
     "data.*": "refused",
@@ -181,8 +184,9 @@ TRAINER_DEFAULTS: dict[str, Any] = {
 DATA_DEFAULTS: dict[str, Any] = {"num_workers": 0, "on_device": "auto"}
 #: The arguments the launcher gives a built-in model (a registry name) where the config does
 #: not: its trials run only the launcher's own callbacks, so a training step replayed from a
-#: CUDA graph (where one applies; silent elsewhere) cannot miss a change made to the model.
-LAUNCHER_MODEL_ARGS: dict[str, Any] = {"cuda_graphs": "auto"}
+#: CUDA graph (where one applies; silent elsewhere) cannot miss a change made to the model, and
+#: no hook of the user's sees a convolution's output in the channels-last layout (on a CPU).
+LAUNCHER_MODEL_ARGS: dict[str, Any] = {"cuda_graphs": "auto", "channels_last": "auto"}
 #: The constructor defaults of the built-in models and data modules, by registry name, as the
 #: launcher builds them (:data:`LAUNCHER_MODEL_ARGS` over the classes' own). Without torch: the
 #: launcher compares configs before any worker imported it; tests/test_changes.py checks them
