@@ -8,7 +8,10 @@ studies before the clock starts:
 
 - **lightning_hpo**: ``python -m lightning_hpo.launch CONFIG --quiet`` (the quickstart's config,
   storage and run folder in a temporary directory), every default on: resume and best
-  checkpoints, TensorBoard logging, seeding, the study's records.
+  checkpoints, TensorBoard logging, seeding, the study's records, and the channels-last layout
+  it gives its built-in models on a CPU (``model.channels_last: auto``; the plain script's
+  ``LeNet(...)`` keeps the class's default, the layout PyTorch gives, unless
+  ``--plain-channels-last``).
 - **plain Optuna**: ``peers/plain_optuna.py`` (Optuna's documented parallel recipe: two
   processes on one journal file, 20 trials each, optuna-integration's
   ``PyTorchLightningPruningCallback``, ``SuccessiveHalvingPruner(min_resource=1,
@@ -42,6 +45,7 @@ minutes).
     python benchmarks/bench_peers.py                 # 3 runs each, quickstart
     python benchmarks/bench_peers.py --long --runs 2
     python benchmarks/bench_peers.py --cli           # our trials through LightningCLI
+    python benchmarks/bench_peers.py --plain-channels-last   # its LeNet in our CPU layout too
     python benchmarks/bench_peers.py --storage postgresql://postgres@127.0.0.1:5432/bench
 
 ``--storage`` puts both systems' studies somewhere other than a journal file: ``sqlite`` (a
@@ -289,7 +293,7 @@ def _ours(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str,
 
 
 def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
-           storage_choice: str = "journal") -> Run:
+           storage_choice: str = "journal", channels_last: bool = False) -> Run:
     """Plain Optuna: two processes of ``peers/plain_optuna.py`` on one journal file (or the
     storage of ``--storage``)."""
     storage, name = run_storage(storage_choice, root, "plain")
@@ -297,13 +301,13 @@ def _plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str
     try:
         for params in configs:
             study.enqueue_trial(params)
-        return _run_plain(root, configs, repeat, env, storage, name, study)
+        return _run_plain(root, configs, repeat, env, storage, name, study, channels_last)
     finally:
         _drop(storage, name)
 
 
 def _run_plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str],
-               storage: str, name: str, study: optuna.Study) -> Run:
+               storage: str, name: str, study: optuna.Study, channels_last: bool = False) -> Run:
     """The timed part of :func:`_plain`: its two processes on the study, configs enqueued."""
     start = time.time()
     procs = [subprocess.Popen(
@@ -311,7 +315,7 @@ def _run_plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict
          "--study", name, "--worker", str(w), "--n-trials", str(len(configs) // WORKERS),
          "--epochs", str(EPOCHS),
          "--repeat", str(repeat), "--run-dir", str(root / "plain-runs"),
-         "--times", str(root / f"plain-{w}.json")],
+         "--times", str(root / f"plain-{w}.json"), *(["--channels-last"] * channels_last)],
         cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         for w in range(WORKERS)]
     errors = [p.communicate()[1] for p in procs]
@@ -401,6 +405,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storage", default="journal", metavar="WHERE",
                         help="both systems' storage: journal (default), sqlite, or a "
                         "PostgreSQL URL (each run's studies are deleted after it)")
+    parser.add_argument("--plain-channels-last", action="store_true",
+                        help="plain Optuna's LeNet in the channels-last layout too, as our "
+                        "launcher trains it on a CPU: the comparison without that difference")
     parser.add_argument("--json", metavar="PATH", help="also write the figures for run_all.py")
     args = parser.parse_args(argv)
     if args.storage not in ("journal", "sqlite") and not args.storage.startswith("postgresql"):
@@ -429,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         return _ours(root, configs, repeat, env, cli=args.cli, storage_choice=args.storage)
 
     def plain(root: Path, configs: list[dict[str, Any]], repeat: int, env: dict[str, str]) -> Run:
-        return _plain(root, configs, repeat, env, storage_choice=args.storage)
+        return _plain(root, configs, repeat, env, storage_choice=args.storage,
+                      channels_last=args.plain_channels_last)
 
     systems = [("lightning_hpo", ours), ("plain Optuna", plain)]
     if not args.no_syne_tune:
@@ -457,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     variant = ("10x longer epochs" if args.long else "quickstart") + (
         ", ours through LightningCLI" if args.cli else "") + (
         "" if args.storage == "journal" else
-        f", on {'SQLite' if args.storage == 'sqlite' else 'PostgreSQL'}")
+        f", on {'SQLite' if args.storage == 'sqlite' else 'PostgreSQL'}") + (
+        ", plain Optuna's LeNet channels-last too" if args.plain_channels_last else "")
     print(f"\n{variant}, {args.runs} runs each (ranges)")
     print(f"{'system':<14} {'wall s':>13} {'first epoch s':>13} {'s/epoch':>15} {'epochs':>9}"
           f" {'best':>13}")

@@ -17,6 +17,8 @@ creates the study before it starts the workers and enqueues the configurations b
 train, so the two systems train the same ones. ``--times`` writes when each trial started,
 each epoch ended and each trial ended (unix seconds), which the benchmark reads; it costs one
 ``time.time()`` a call.
+``--channels-last`` trains LeNet in the channels-last layout, as our launcher does on a CPU
+(``bench_peers.py --plain-channels-last``: the comparison without that difference).
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def objective(trial: optuna.Trial, args: argparse.Namespace) -> float:
     batch_size = trial.suggest_int("batch_size", 32, 256)
     momentum = trial.suggest_float("momentum", 0.0, 0.9)
     activation = trial.suggest_categorical("activation", ["relu", "sigmoid"])
-    model = LeNet(lr=lr, momentum=momentum, activation=activation)
+    model = LeNet(lr=lr, momentum=momentum, activation=activation,
+                  channels_last=args.channels_last)
     data: pl.LightningDataModule = DigitsDataModule(batch_size=batch_size)
     if args.repeat > 1:
         from bigger_digits import RepeatedDigits  # the 10x longer epochs of bench_peers --long
@@ -92,6 +95,9 @@ def main() -> None:
     parser.add_argument("--run-dir", default="runs/plain-optuna")
     parser.add_argument("--repeat", type=int, default=1, help="each image N times an epoch")
     parser.add_argument("--times", help="write the timestamps here (JSON)")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="LeNet(channels_last=True): the layout our launcher gives its "
+                        "built-in models on a CPU, one argument away for this script too")
     args = parser.parse_args()
     torch.set_num_threads(1)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
