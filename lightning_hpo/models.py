@@ -141,14 +141,8 @@ class ImageClassifier(LightningModule):
         if not isinstance(measure_latency, bool):
             raise ConfigError("model.measure_latency",
                               f"is {measure_latency!r}, but must be true or false")
-        if not isinstance(cuda_graphs, bool) and cuda_graphs != "auto":
-            raise ConfigError("model.cuda_graphs",
-                              f"is {cuda_graphs!r}, but must be true, false or auto")
-        self._cuda_graphs = cuda_graphs
-        if not isinstance(channels_last, bool) and channels_last != "auto":
-            raise ConfigError("model.channels_last",
-                              f"is {channels_last!r}, but must be true, false or auto")
-        self._channels_last = channels_last
+        self._cuda_graphs = _true_false_or_auto("model.cuda_graphs", cuda_graphs)
+        self._channels_last = _true_false_or_auto("model.channels_last", channels_last)
         self._laid_channels_last = False
         self._step_graph = StepGraph(blockers=("not in fit",))
         self._measure_latency = measure_latency
@@ -333,6 +327,13 @@ class _EpochSums:
         values = both.tolist()
         sums, count = values[:-1], int(values[-1])
         return (sums[0] if len(sums) == 1 else sums), count
+
+
+def _true_false_or_auto(field: str, value: Any) -> bool | Literal["auto"]:
+    """``value`` when it is a bool or ``"auto"``; else a ConfigError naming ``field``."""
+    if not isinstance(value, bool) and value != "auto":
+        raise ConfigError(field, f"is {value!r}, but must be true, false or auto")
+    return value
 
 
 def _xavier_init(module: nn.Module) -> None:
