@@ -60,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
                         choices=["relu", "sigmoid"])
     parser.add_argument("--json", help="write the headline figure here")
     args = parser.parse_args(argv)
+    for name, values in (("--repeats", [args.repeats]), ("--epochs", [args.epochs]),
+                         ("--batch-sizes", args.batch_sizes)):
+        bad = [v for v in values if v < 1]
+        if bad:
+            parser.error(f"{name}: is {bad[0]}, but must be >= 1")
     torch.set_num_threads(1)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
