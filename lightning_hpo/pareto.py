@@ -128,6 +128,12 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
     minimize = _minimize(minimize)
     _check(minimize, [a], "a")
     _check(minimize, [b], "b")
+    return _dominates(a, b, minimize)
+
+
+def _dominates(a: Point, b: Point, minimize: tuple[bool, ...]) -> bool:
+    """:func:`dominates` without its checks, for loops whose caller checked ``minimize`` and
+    the points' lengths once (a promotion decision compares every pair of paused trials)."""
     if any(math.isnan(v) for v in (*a, *b)):  # NaN is neither better nor worse than anything
         return False
     strictly = False
@@ -161,8 +167,8 @@ def nondominated_fronts(
     """
     minimize = _minimize(minimize)
     _check(minimize, points.values())
-    numbers = sorted(n for n, p in points.items()
-                     if is_finite_point(p) or (infinite and _numbers_not_nan(p)))
+    kept = _numbers_not_nan if infinite else is_finite_point  # a finite point is not NaN
+    numbers = sorted(n for n, p in points.items() if kept(p))
     # Oriented so that lower is better in every objective (two: a sort; more: all pairs).
     oriented = {n: tuple(float(v) if low else -float(v)
                          for v, low in zip(points[n], minimize, strict=True))

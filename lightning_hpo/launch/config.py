@@ -1099,7 +1099,7 @@ def _check_sampler_objectives(cfg: Config, sampler: BaseSampler) -> None:
     except (ValueError, TypeError, NotImplementedError) as error:
         raise ConfigError("sampler", (
             f"{cfg.sampler!r} cannot propose a trial of a study with {len(cfg.directions)} "
-            f"objectives ({error}); random, tpe, gp and optuna.samplers:NSGAIISampler can"
+            f"objectives ({error}); {', '.join(SAMPLERS)} and optuna.samplers:NSGAIISampler can"
         )) from error
     finally:
         optuna.logging.set_verbosity(verbosity)
