@@ -4,7 +4,7 @@ PyTorch's CPU convolutions (oneDNN) run faster on channels-last tensors than on 
 NCHW layout: a LeNet training step at batch 128, one thread, took 17 ms instead of 25 ms, and
 a whole 9-epoch ``Trainer.fit`` on the digits a median 0.87x the time
 (``benchmarks/bench_memory_format.py``, BENCHMARKS.md). The values are the same up to the order
-of float sums (which training may amplify over many steps, as any change of kernel does).
+of float sums (which training can amplify over many steps, as any change of kernel does).
 
 Two things make it safe to switch on:
 
@@ -15,7 +15,8 @@ Two things make it safe to switch on:
   Torch's fused SGD (``fused=True``, used by :class:`~lightning_hpo.models.ImageClassifier`)
   reads a momentum buffer as if it had its parameter's strides: a buffer restored from a
   checkpoint written in the other layout (a trial paused on a CPU and resumed on a GPU, or the
-  other way) would be applied to the wrong elements, silently (checked with torch 2.14).
+  other way) would be applied to the wrong elements, silently (checked with torch 2.14 on a
+  CPU; CUDA's fused kernel is not checked here, and is given matching strides all the same).
 
 Example::
 

@@ -99,7 +99,7 @@ class ImageClassifier(LightningModule):
             A replay runs the step as captured: a model changed during ``fit`` (parameters
             frozen or added, hooks registered by a callback) needs ``False``.
         channels_last: train in the channels-last memory layout (faster convolutions on a
-            CPU; the same values up to the order of float sums). ``True`` wherever it runs,
+            CPU; values that differ only in the order of float sums). ``True`` wherever it runs,
             ``"auto"`` on a CPU device for a network with a 2-D convolution, ``False`` (the
             default here; the launcher's built-in models take ``"auto"``) never. The network
             is put back in the default layout when ``fit`` ends. A hook or subclass that calls
