@@ -107,3 +107,25 @@ def test_a_metric_logged_per_validation_step_only_fails_the_trial_saying_so(
         "metric: 'val_loss' is logged per validation step only (on_step=True, on_epoch=False), "
         "which Lightning hands to its loggers but not to callbacks (by epoch 1): log it with "
         "on_epoch=True"), str(info.value)
+
+
+def test_a_checkpoint_ahead_of_the_study_gets_an_end_time_for_every_epoch_it_holds(
+        tmp_path: Path) -> None:
+    """A worker killed after writing epoch 2's checkpoint but before the study heard of epoch
+    2: the next segment restores 2 epochs while the study holds 1 end time. The epochs it
+    then trains must not take epoch 2's place (a trial read 4 values and 3 end times)."""
+    from types import SimpleNamespace
+
+    cfg = parse_config(yaml.safe_load(config_file(tmp_path).read_text()))
+    spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
+                      events_fd=-1, deadline=None)
+    checkpoint = tmp_path / "resume.ckpt"
+    checkpoint.write_bytes(b"")
+    os.utime(checkpoint, (50.0, 50.0))
+    progress = _Progress(cfg, 0, EventWriter(-1), spec)
+    progress.from_epoch, progress.known, progress.prior_times = 1, [10.0], [10.0]
+    progress.on_train_start(SimpleNamespace(current_epoch=2, world_size=1,  # type: ignore[arg-type]
+                                            ckpt_path=str(checkpoint)), None)
+    assert progress.all_epoch_end_times() == [10.0, 50.0]
+    progress.epoch_end_times.append(60.0)  # epoch 3, trained by this segment
+    assert progress.all_epoch_end_times() == [10.0, 50.0, 60.0]

@@ -221,7 +221,8 @@ class _Progress(L.Callback):
             _logger.warning("trial %d: its checkpoint holds %d epochs, the study said %d",
                             self._trial, trainer.current_epoch, self.from_epoch)
             self.from_epoch = trainer.current_epoch
-            self.prior_times = self.known[: self.from_epoch]
+            self.prior_times = _times_for(self.known, self.from_epoch, trainer.ckpt_path)
+            self._unwritten = len(self.known) < self.from_epoch  # the stand-ins: written next
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if not trainer.sanity_checking and trainer.state.fn == TrainerFn.FITTING:
@@ -718,6 +719,28 @@ def _announce(job: Assignment, spec: WorkerSpec, events: EventWriter) -> Segment
                       from_epoch=0 if job.checkpoint is None else job.from_epoch, how="running")
     open_segment(trial, segment, attrs)  # one write, the launcher's pid first
     return segment
+
+
+def _times_for(
+    known: list[float], epochs: int, checkpoint: str | os.PathLike[str] | None
+) -> list[float]:
+    """One end time for each of the ``epochs`` a restored checkpoint holds: the study's, and
+    for the epochs whose end times a killed worker never wrote (it died after writing the
+    checkpoint, before recording it), the checkpoint file's time, written just after them.
+
+    Example::
+
+        >>> _times_for([10.0, 20.0, 30.0], 2, None), _times_for([10.0], 3, None)[1:] != []
+        ([10.0, 20.0], True)
+    """
+    times = known[:epochs]
+    if len(times) < epochs:
+        try:
+            written = os.path.getmtime(checkpoint) if checkpoint else time.time()
+        except OSError:
+            written = time.time()
+        times += [max(written, times[-1] if times else written)] * (epochs - len(times))
+    return times
 
 
 def _progress_for(
