@@ -964,6 +964,23 @@ def test_bench_peers_alternates_which_system_runs_first_and_pairs_the_runs() -> 
         bench_peers.paired_ratio([1.0], [1.0, 2.0])
 
 
+def test_bench_peers_compiles_the_modules_both_systems_import(tmp_path: Path) -> None:
+    """As pip leaves an installed package: bytecode beside each module, so that no process of
+    either system compiles them again where PYTHONDONTWRITEBYTECODE is set."""
+    import importlib.util
+
+    import bench_peers
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    modules = [tmp_path / "pkg" / "__init__.py", tmp_path / "pkg" / "sub" / "m.py"]
+    for module in modules:
+        module.write_text("X = 1\n")
+    assert bench_peers.compile_package(tmp_path / "pkg") is True
+    assert all(Path(importlib.util.cache_from_source(str(m))).is_file() for m in modules)
+    (tmp_path / "pkg" / "bad.py").write_text("def (:\n")
+    assert bench_peers.compile_package(tmp_path / "pkg") is False
+
+
 @pytest.mark.parametrize("args", [["--runs", "0"], ["--trials", "3"], ["--storage", "mysql://db"]],
                          ids=["runs", "trials", "storage"])
 def test_bench_peers_refuses_bad_counts_before_it_runs_anything(
