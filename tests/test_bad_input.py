@@ -21,6 +21,13 @@ from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import load_config
 from lightning_hpo.storage import open_storage
 
+#: The base config's devices here, unless a case names its own: one slot. The early start begins
+#: a worker on every core and the first one imported checks the config, so a config its check
+#: refuses costs one import of torch and Lightning, not one per core (the other workers' being
+#: stopped and leaving nothing is test_early_start.py's; "range-refused-by-model" below keeps
+#: every core all the same).
+ONE_SLOT = {"devices": {"accelerator": "cpu", "count": 1}}
+
 # (id, fields replaced in the base config | raw YAML text | raw bytes, extra CLI args,
 #  expected words). Paths are relative to the test's folder, where config.yaml is a file.
 CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
@@ -55,7 +62,8 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
      "space.lr.uniform: must be a list [low, high]"),
     ("space-not-a-hyperparameter", {"space": {"depth": {"randint": [1, 4]}}, "initial": []}, [],
      "space.depth: is not a hyperparameter"),
-    ("range-refused-by-model", {"space": {"lr": {"uniform": [-1.0, 1.0]}}, "initial": []}, [],
+    ("range-refused-by-model", {"space": {"lr": {"uniform": [-1.0, 1.0]}}, "initial": [],
+                                "devices": {"accelerator": "cpu"}}, [],
      "space.lr: the low end -1.0 is refused"),
     ("initial-outside-space", {"initial": [{"lr": 7.0}]}, [], "initial[0].lr: 7.0 is outside"),
     ("initial-beyond-n-trials", {"initial": [{"lr": 0.1}, {"lr": 0.2}], "stop": {"n_trials": 1}},
@@ -232,7 +240,7 @@ def test_bad_input(tmp_path: Path, fields: dict | str | bytes | None, args: list
         (tmp_path / "config.yaml").write_text(fields)
         config = [str(tmp_path / "config.yaml")]
     elif fields is not None:
-        config = [str(config_file(tmp_path, **fields))]
+        config = [str(config_file(tmp_path, **{**ONE_SLOT, **fields}))]
     before = sorted(p.name for p in tmp_path.iterdir())
     result = launch(*config, *args, cwd=tmp_path, timeout=180)
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
@@ -293,7 +301,8 @@ def test_an_existing_study_is_left_as_it_was(tmp_path: Path, directions: list[st
     else:
         _journal_with_garbage_inside(tmp_path)
     before = journal.read_bytes()
-    result = launch(str(config_file(tmp_path, **fields)), cwd=tmp_path, timeout=180)
+    result = launch(str(config_file(tmp_path, **{**ONE_SLOT, **fields})), cwd=tmp_path,
+                    timeout=180)
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0], lines
