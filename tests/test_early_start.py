@@ -200,21 +200,43 @@ def test_workers_say_each_notice_once_over_many_trials(tmp_path: Path) -> None:
         assert not any("exists and is not empty" in line for line in lines), lines
 
 
+#: Put in each worker of a run by a ``sitecustomize`` module: at its exit, how many objects its
+#: garbage collector holds frozen and whether the collector is on.
+_COLLECTOR_PROBE = """\
+import atexit, gc, os, sys
+def _probe():  # sys.argv is set after this module runs
+    if sys.argv[0].endswith(os.path.join("launch", "worker.py")):
+        with open(os.path.join(os.environ["COLLECTOR_PROBE"], str(os.getpid())), "w") as out:
+            out.write(f"{gc.get_freeze_count()} {gc.isenabled()}")
+atexit.register(_probe)
+"""
+
+
 @pytest.mark.slow
 def test_the_launcher_process_never_imports_torch(tmp_path: Path) -> None:
     """A whole run from Python: the launcher's process parses, schedules and reports without
-    torch or Lightning (the workers import them, in parallel)."""
-    config = config_file(tmp_path, stop={"n_trials": 2})
+    torch or Lightning; the workers import them, in parallel, with the garbage collector
+    paused (launch/_collector.py): each ends with the objects of its imports frozen (several
+    hundred thousand) and its collector on."""
+    config = config_file(tmp_path, stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 2})
+    probe = tmp_path / "probe"
+    (probe / "site").mkdir(parents=True)
+    (probe / "site" / "sitecustomize.py").write_text(_COLLECTOR_PROBE)
     script = (
         "import sys, lightning_hpo.launch as l\n"
         f"study = l.run({str(config)!r})\n"
         "assert len(study.trials) == 2\n"
         "print(sorted(m for m in ('torch', 'lightning', 'sqlalchemy') if m in sys.modules))\n"
     )
+    path = os.pathsep.join(filter(None, [str(probe / "site"), os.environ.get("PYTHONPATH")]))
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": path, "COLLECTOR_PROBE": str(probe)})
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+    workers = [p.read_text().split() for p in probe.iterdir() if p.name != "site"]
+    assert len(workers) == 2, workers
+    assert all(int(frozen) > 100_000 and on == "True" for frozen, on in workers), workers
 
 
 @pytest.mark.slow
