@@ -35,8 +35,8 @@ import torch
 import torch.nn.functional as F
 from _record import Figure, machine_line, write_figures
 
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.models import ImageClassifier, build_model
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import ImageClassifier, build_model
 
 TARGET_RATIO = 1.3
 LR = 0.1

@@ -14,7 +14,7 @@ downloaded):
    error. On CUDA the clock is read after ``torch.cuda.synchronize()``; on CPU both paths use all
    cores' threads. The first epoch of each path is a warm-up and is not counted. On CUDA the
    Lightning path is LeNet with ``cuda_graphs=True``, whose training step is replayed from a
-   CUDA graph (:mod:`lightning_hpo._cuda_graph`); the same run with the default
+   CUDA graph (:mod:`lightning_hpo.builtin._cuda_graph`); the same run with the default
    ``cuda_graphs=False`` is shown beside it (*eager Lightning*), not judged.
 2. **Trials per GPU.** Random search through the launcher's own ``Supervisor`` (run in this
    process, as ``bench_workers.py`` does), no pruning, each trial LeNet (the launcher's
@@ -76,8 +76,8 @@ from _record import Figure, machine_line, write_figures
 from bench_epoch import lightning_epochs, sync
 from bench_workers import all_complete, steady_window
 
-from lightning_hpo.data import FashionMNISTDataModule
-from lightning_hpo.models import LeNet
+from lightning_hpo.builtin.data import FashionMNISTDataModule
+from lightning_hpo.builtin.models import LeNet
 
 LR = 0.1
 #: Fashion-MNIST training-set pixel mean and standard deviation, as the data module uses them.
@@ -359,7 +359,7 @@ class UtilSampler:
 
 
 class _Row(Protocol):
-    """What the rates need of a trial (``lightning_hpo.launch.supervisor.TrialRow``)."""
+    """What the rates need of a trial (``lightning_hpo.launch.processes.supervisor.TrialRow``)."""
 
     fit_started: float | None
     ended: float | None
@@ -447,9 +447,9 @@ def run_launcher(raw: dict[str, Any], k: int, sample_gpu: bool) -> ScalingResult
     """Run one study with the supervisor in this process (all cores shared by the workers),
     sampling the GPU's utilisation meanwhile when ``sample_gpu``."""
     from lightning_hpo.launch.config import parse_config
-    from lightning_hpo.launch.devices import detect_devices, plan_slots
-    from lightning_hpo.launch.study import open_study
-    from lightning_hpo.launch.supervisor import Supervisor
+    from lightning_hpo.launch.config.devices import detect_devices, plan_slots
+    from lightning_hpo.launch.processes.supervisor import Supervisor
+    from lightning_hpo.launch.study.creation import open_study
     from lightning_hpo.storage import open_storage
 
     cfg = parse_config(raw)

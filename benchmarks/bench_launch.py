@@ -7,7 +7,7 @@ design that launches ``python train.py`` per trial would. The gap is measured fr
 trial has been told to the study to the moment the next trial's ``fit`` starts on the same slot.
 
 A third run builds every trial through the LightningCLI machinery a project's config uses
-(``model``/``data`` by ``class_path``, :mod:`lightning_hpo.launch.project`: the CLI's parser,
+(``model``/``data`` by ``class_path``, :mod:`lightning_hpo.launch.checks.project`: the CLI's parser,
 links and instantiation each trial) on the same long-lived worker; its gap is the per-trial
 cost of building through the parser.
 
@@ -30,9 +30,9 @@ import optuna
 from _record import Figure, machine_line, write_figures
 
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.devices import plan_slots
-from lightning_hpo.launch.study import open_study
-from lightning_hpo.launch.supervisor import Supervisor
+from lightning_hpo.launch.config.devices import plan_slots
+from lightning_hpo.launch.processes.supervisor import Supervisor
+from lightning_hpo.launch.study.creation import open_study
 from lightning_hpo.storage import open_storage
 
 
@@ -47,8 +47,8 @@ def _run(root: Path, name: str, trials: int, per_process: int | None,
         "devices": {"accelerator": "cpu", "count": 1}, "stop": {"n_trials": trials},
     }
     if cli:  # the same study through LightningCLI: class paths and the CLI's dotted keys
-        raw.update(model={"class_path": "lightning_hpo.models.LeNet"},
-                   data={"class_path": "lightning_hpo.data.DigitsDataModule"},
+        raw.update(model={"class_path": "lightning_hpo.builtin.models.LeNet"},
+                   data={"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
                    space={"model.init_args.lr": raw["space"]["lr"],
                           "data.init_args.batch_size": raw["space"]["batch_size"]})
     cfg = parse_config(raw)

@@ -40,7 +40,7 @@ import optuna
 from optuna.trial import TrialState
 
 from lightning_hpo import ASHAPruner
-from lightning_hpo._rung_store import rung_records
+from lightning_hpo.pruners import rung_records
 from lightning_hpo.storage import open_storage
 
 STEPS, LEVELS = 10, (1, 3, 9)

@@ -1,8 +1,8 @@
 """LeNet's ``Trainer.fit`` on the digits in the channels-last layout against the default, same run.
 
 The launcher gives its built-in models ``channels_last: auto``
-(:mod:`lightning_hpo._memory_format`): on a CPU, a network with a 2-D convolution trains with
-its weights, and so its activations, in the channels-last layout, where oneDNN's convolutions
+(:mod:`lightning_hpo.builtin._memory_format`): on a CPU, a network with a 2-D convolution trains
+with its weights, and so its activations, in the channels-last layout, where oneDNN's convolutions
 are faster. This measures what that is
 worth where it is on: a whole ``Trainer.fit`` of ``LeNet`` on ``DigitsDataModule`` (1,437
 training and 360 validation images, a validation pass each epoch), one torch thread, no logger,
@@ -30,8 +30,8 @@ import lightning.pytorch as pl
 import torch
 from _record import Figure, machine_line, write_figures
 
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.models import LeNet
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import LeNet
 
 TARGET_RATIO = 1.0
 

@@ -145,7 +145,7 @@ def lenet_parameters(width: float) -> int:
         >>> lenet_parameters(1.0)
         61706
     """
-    from lightning_hpo.models import LeNet
+    from lightning_hpo.builtin.models import LeNet
 
     return sum(p.numel() for p in LeNet(width=width).parameters())
 
@@ -524,7 +524,7 @@ def rung_ladder(min_resource: int, max_resource: int) -> list[int]:
         >>> rung_ladder(1, 27), rung_ladder(3, 27)
         ([1, 3, 9, 27], [3, 9, 27])
     """
-    from lightning_hpo.rungs import rung_levels
+    from lightning_hpo.pruners.rungs import rung_levels
 
     return rung_levels(min_resource, max_resource=max_resource,
                        reduction_factor=REDUCTION_FACTOR)
@@ -533,7 +533,7 @@ REPLAY_FRACTIONS = (1 / 9, 1 / 3, 2 / 3, 1.0)
 
 class PrunerStop:
     """Stopping MO-ASHA's decision at a rung, by the library's own pruner: ``ASHAPruner.prune``
-    (``lightning_hpo.pruners._pareto_continues``: the trial's place in
+    (``lightning_hpo.pruners._asha._pareto_continues``: the trial's place in
     :func:`lightning_hpo.pareto.pareto_order` over the rung's records, then
     :func:`lightning_hpo.pruners.asha_continues`) on an in-memory Optuna study with two
     minimised objectives, where simulated trial k is Optuna trial k and each report writes the

@@ -243,10 +243,10 @@ def ours_config(root: Path, configs: list[dict[str, Any]], repeat: int = 1,
     if repeat > 1:
         raw["data"] = {"name": "bigger_digits:RepeatedDigits", "repeat": repeat}
     if cli:  # the same model and data by class_path (LightningCLI)
-        raw["model"] = {"class_path": "lightning_hpo.models.LeNet"}
+        raw["model"] = {"class_path": "lightning_hpo.builtin.models.LeNet"}
         raw["data"] = ({"class_path": "bigger_digits.RepeatedDigits",
                         "init_args": {"repeat": repeat}} if repeat > 1
-                       else {"class_path": "lightning_hpo.data.DigitsDataModule"})
+                       else {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"})
         key = {"batch_size": "data.init_args.batch_size"}
         raw["space"] = {key.get(k, f"model.init_args.{k}"): v for k, v in raw["space"].items()}
         raw["initial"] = [{key.get(k, f"model.init_args.{k}"): v for k, v in c.items()}

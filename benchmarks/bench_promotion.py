@@ -401,8 +401,8 @@ def _warm_up() -> None:
     others do, and not this process's imports."""
     import lightning  # noqa: F401
 
+    import lightning_hpo.builtin.models  # noqa: F401
     import lightning_hpo.launch.runner  # noqa: F401
-    import lightning_hpo.models  # noqa: F401
 
 
 # -- the checkpoint's cost ----------------------------------------------------------------------
@@ -448,9 +448,9 @@ def measure_checkpoint(limit_train_batches: float, epochs: int = 4, resumes: int
     import torch
     from lightning.pytorch.callbacks import ModelCheckpoint
 
+    from lightning_hpo.builtin.data import DigitsDataModule
+    from lightning_hpo.builtin.models import LeNet
     from lightning_hpo.checkpointing import RandomState, ResumeCheckpoint
-    from lightning_hpo.data import DigitsDataModule
-    from lightning_hpo.models import LeNet
 
     torch.set_num_threads(1)
     saves, loads, epoch_times = [], [], []

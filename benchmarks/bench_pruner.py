@@ -113,7 +113,7 @@ def _bulk_insert_sqlite(storage: Any, study: Any, history: list[_Trial]) -> None
     """Insert the trials with SQL in a few statements: Optuna's add_trials takes ~27 ms each."""
     import sqlalchemy as sa
 
-    import lightning_hpo._rung_table as _rung_table
+    import lightning_hpo.pruners._table as _rung_table
     from lightning_hpo._optuna import study_id_of
 
     engine, study_id = storage.engine, study_id_of(study)
@@ -159,7 +159,7 @@ def _add_to_journal(storage: Any, study: Any, history: list[_Trial]) -> None:
     from optuna.trial import TrialState, create_trial
 
     from lightning_hpo._optuna import study_id_of
-    from lightning_hpo._rung_store import _attr_key
+    from lightning_hpo.pruners._store import _attr_key
 
     frozen = []
     for trial in history:
@@ -239,7 +239,7 @@ def _child(kind: str, path: str, name: str) -> None:
     start = time.perf_counter()
     import optuna
 
-    import lightning_hpo.pruners  # noqa: F401
+    import lightning_hpo.pruners._asha  # noqa: F401
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.load_study(study_name=_STUDY, storage=_open(kind, path), pruner=_pruner(name),

@@ -66,7 +66,7 @@ from _record import Figure, machine_line, write_figures
 from bench_search import EpochEvent, epochs_to_reach, final_best
 
 from lightning_hpo.pruners import asha_continues
-from lightning_hpo.rungs import rung_levels
+from lightning_hpo.pruners.rungs import rung_levels
 from lightning_hpo.schedules import (
     Job,
     PromotionASHA,

@@ -98,7 +98,7 @@ EPOCHS_ATTR, GAPS_ATTR = "lightning_hpo:bench_epochs", "lightning_hpo:bench_gaps
 #: Optuna's default random start-up of TPESampler and GPSampler, and what each learns from.
 N_STARTUP = 10
 LEARNS_FROM = {"tpe": (TrialState.COMPLETE, TrialState.PRUNED), "gp": (TrialState.COMPLETE,)}
-EPOCH_END_TIMES = "epoch_end_times"  # lightning_hpo.launch.study.ATTR.EPOCH_END_TIMES
+EPOCH_END_TIMES = "epoch_end_times"  # lightning_hpo.launch.study.creation.ATTR.EPOCH_END_TIMES
 SPACE = {
     "lr": {"loguniform": [0.01, 1.0]},
     "batch_size": {"randint": [32, 256]},
@@ -283,7 +283,7 @@ def model_guided(trials: Iterable[FrozenTrial], sampler: str) -> set[int]:
 
 
 class _Row(Protocol):
-    """What the epoch count needs of a trial (``lightning_hpo.launch.supervisor.TrialRow``)."""
+    """What the epoch count needs of a trial (``launch.processes.supervisor.TrialRow``)."""
 
     epochs: int
     from_epoch: int
@@ -354,9 +354,9 @@ def run_study(raw: dict[str, Any], epochs: int | None = None) -> tuple[float, fl
     """Run one study with the launcher's supervisor, stopped after ``epochs`` epochs in all when
     given (else at its wall-clock budget); returns (start unix s, wall s)."""
     from lightning_hpo.launch.config import parse_config
-    from lightning_hpo.launch.devices import detect_devices, plan_slots
-    from lightning_hpo.launch.study import open_study
-    from lightning_hpo.launch.supervisor import Supervisor
+    from lightning_hpo.launch.config.devices import detect_devices, plan_slots
+    from lightning_hpo.launch.processes.supervisor import Supervisor
+    from lightning_hpo.launch.study.creation import open_study
     from lightning_hpo.storage import open_storage
 
     cfg = parse_config(raw)

@@ -80,7 +80,7 @@ def split_by_cores(counts: Iterable[int], cores: int) -> tuple[list[int], list[t
 
 
 class _Row(Protocol):
-    """What the throughput needs of a trial (``lightning_hpo.launch.supervisor.TrialRow``)."""
+    """What the throughput needs of a trial (``launch.processes.supervisor.TrialRow``)."""
 
     fit_started: float | None
     ended: float | None
@@ -168,8 +168,8 @@ def _child_train(trials: int) -> None:
     import lightning as L
     import torch
 
-    from lightning_hpo.data import DigitsDataModule
-    from lightning_hpo.models import LeNet
+    from lightning_hpo.builtin.data import DigitsDataModule
+    from lightning_hpo.builtin.models import LeNet
 
     torch.set_num_threads(1)
     logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
@@ -257,9 +257,9 @@ class RunResult:
 def run(raw: dict[str, Any], label: str, n_cores: int | None) -> RunResult:
     """Run one study with the supervisor; ``n_cores`` None: all cores of this process."""
     from lightning_hpo.launch.config import parse_config
-    from lightning_hpo.launch.devices import detect_devices, plan_slots, threads_per_process
-    from lightning_hpo.launch.study import open_study
-    from lightning_hpo.launch.supervisor import Supervisor
+    from lightning_hpo.launch.config.devices import detect_devices, plan_slots, threads_per_process
+    from lightning_hpo.launch.processes.supervisor import Supervisor
+    from lightning_hpo.launch.study.creation import open_study
     from lightning_hpo.storage import open_storage
 
     cfg = parse_config(raw)

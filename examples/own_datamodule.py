@@ -44,7 +44,7 @@ class Blobs(TensorDataModule):
         batch_size: examples per batch, ``>= 1``.
         n_samples: examples in all.
         seed: the seed of the data (not of the shuffling, which follows ``seed_everything``).
-        on_device: ``"auto"``, ``True`` or ``False`` (see :mod:`lightning_hpo.tensor_data`).
+        on_device: ``"auto"``, ``True`` or ``False`` (see :mod:`lightning_hpo.builtin.tensor_data`).
     """
 
     def __init__(

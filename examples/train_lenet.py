@@ -18,8 +18,8 @@ import time
 
 import lightning.pytorch as pl
 
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.models import LeNet
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import LeNet
 
 MAX_EPOCHS = 5
 

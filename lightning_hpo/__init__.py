@@ -9,8 +9,8 @@ and resumes (the launcher does it at rungs) with :class:`ResumeCheckpoint` and
 repeats straight training). Data that fits in memory is prepared once per process and kept on
 the trial's device with :class:`TensorDataModule` (the built-in data modules are ones).
 
-Public names are imported lazily (PEP 562), so ``import lightning_hpo.rungs`` or the launcher's
-parent process does not pay for importing torch and Lightning until it needs them.
+Public names are imported lazily (PEP 562), so ``import lightning_hpo.pruners.rungs`` or the
+launcher's parent process does not pay for importing torch and Lightning until it needs them.
 
 The distribution is ``lightning-async-hpo`` (``pip install lightning-async-hpo``); the import
 name is ``lightning_hpo``. ``lightning-hpo`` on the package index is an unrelated project.
@@ -34,29 +34,29 @@ from lightning_hpo._lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ASHAPruner": "lightning_hpo.pruners",
-    "HyperbandPruner": "lightning_hpo.pruners",
+    "ASHAPruner": "lightning_hpo.pruners._asha",
+    "HyperbandPruner": "lightning_hpo.pruners._asha",
     "PruningCallback": "lightning_hpo.callbacks",
     "RandomState": "lightning_hpo.checkpointing",
     "ResumeCheckpoint": "lightning_hpo.checkpointing",
     "ConfigError": "lightning_hpo.errors",
-    "DATAMODULES": "lightning_hpo.data",
-    "DigitsDataModule": "lightning_hpo.data",
-    "FashionMNISTDataModule": "lightning_hpo.data",
-    "build_datamodule": "lightning_hpo.data",
-    "TensorBatches": "lightning_hpo.tensor_data",
-    "TensorDataModule": "lightning_hpo.tensor_data",
-    "MODELS": "lightning_hpo.models",
-    "DropoutMLP": "lightning_hpo.models",
-    "LeNet": "lightning_hpo.models",
-    "build_model": "lightning_hpo.models",
+    "DATAMODULES": "lightning_hpo.builtin.data",
+    "DigitsDataModule": "lightning_hpo.builtin.data",
+    "FashionMNISTDataModule": "lightning_hpo.builtin.data",
+    "build_datamodule": "lightning_hpo.builtin.data",
+    "TensorBatches": "lightning_hpo.builtin.tensor_data",
+    "TensorDataModule": "lightning_hpo.builtin.tensor_data",
+    "MODELS": "lightning_hpo.builtin.models",
+    "DropoutMLP": "lightning_hpo.builtin.models",
+    "LeNet": "lightning_hpo.builtin.models",
+    "build_model": "lightning_hpo.builtin.models",
     "DistributedStudy": "lightning_hpo.distributed",
     "create_study": "lightning_hpo.distributed",
     "load_study": "lightning_hpo.distributed",
     "is_follower": "lightning_hpo.distributed",
     "LeaderError": "lightning_hpo.distributed",
-    "rung_levels": "lightning_hpo.rungs",
-    "successive_halving_plan": "lightning_hpo.rungs",
+    "rung_levels": "lightning_hpo.pruners.rungs",
+    "successive_halving_plan": "lightning_hpo.pruners.rungs",
     "hypervolume": "lightning_hpo.pareto",
     "nondominated_fronts": "lightning_hpo.pareto",
     "pareto_order": "lightning_hpo.pareto",
@@ -92,14 +92,16 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from lightning_hpo.callbacks import PruningCallback
-    from lightning_hpo.checkpointing import RandomState, ResumeCheckpoint
-    from lightning_hpo.data import (
+    from lightning_hpo.builtin.data import (
         DATAMODULES,
         DigitsDataModule,
         FashionMNISTDataModule,
         build_datamodule,
     )
+    from lightning_hpo.builtin.models import MODELS, DropoutMLP, LeNet, build_model
+    from lightning_hpo.builtin.tensor_data import TensorBatches, TensorDataModule
+    from lightning_hpo.callbacks import PruningCallback
+    from lightning_hpo.checkpointing import RandomState, ResumeCheckpoint
     from lightning_hpo.distributed import (
         DistributedStudy,
         LeaderError,
@@ -108,11 +110,9 @@ if TYPE_CHECKING:
         load_study,
     )
     from lightning_hpo.errors import ConfigError
-    from lightning_hpo.models import MODELS, DropoutMLP, LeNet, build_model
     from lightning_hpo.pareto import hypervolume, nondominated_fronts, pareto_order
     from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
-    from lightning_hpo.rungs import rung_levels, successive_halving_plan
-    from lightning_hpo.tensor_data import TensorBatches, TensorDataModule
+    from lightning_hpo.pruners.rungs import rung_levels, successive_halving_plan
 
 
 __getattr__, __dir__ = lazy_exports(sys.modules[__name__], _EXPORTS, __all__)

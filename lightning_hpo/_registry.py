@@ -4,9 +4,9 @@ A *section* is the config key a registry answers to (``"model"`` or ``"data"``);
 names ``<section>.<field>`` so the CLI can print it as one line. Example::
 
     >>> from lightning.pytorch import LightningModule
-    >>> from lightning_hpo.models import MODELS
-    >>> _resolve_class("model", "lightning_hpo.models:LeNet", MODELS, LightningModule).__name__
-    'LeNet'
+    >>> from lightning_hpo.builtin.models import MODELS
+    >>> resolve_class("model", "lightning_hpo.builtin.models:LeNet", MODELS,
+    LightningModule).__name__ 'LeNet'
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from typing import Any, TypeVar, cast
 
 from lightning_hpo.errors import ConfigError
 
-__all__: list[str] = []
+__all__ = ["accepts_any_keyword", "build", "defaults", "init_parameters", "resolve_class"]
 
 _T = TypeVar("_T")
 
 
-def _resolve_class(
+def resolve_class(
     section: str, name: str, registry: Mapping[str, type[_T]], base: type, key: str = "name"
 ) -> type[_T]:
     """Return the class for a registry name or a ``"package.module:Class"`` path.
@@ -65,7 +65,7 @@ def _resolve_class(
     return cast("type[_T]", obj)
 
 
-def _init_parameters(cls: type) -> dict[str, inspect.Parameter]:
+def init_parameters(cls: type) -> dict[str, inspect.Parameter]:
     """Keyword-capable parameters of ``cls.__init__`` (no ``self``, ``*args``, ``**kwargs``)."""
     params = inspect.signature(cls).parameters
     return {
@@ -76,17 +76,17 @@ def _init_parameters(cls: type) -> dict[str, inspect.Parameter]:
     }
 
 
-def _accepts_any_keyword(cls: type) -> bool:
+def accepts_any_keyword(cls: type) -> bool:
     params = inspect.signature(cls).parameters.values()
     return any(param.kind is inspect.Parameter.VAR_KEYWORD for param in params)
 
 
-def _defaults(cls: type) -> dict[str, Any]:
+def defaults(cls: type) -> dict[str, Any]:
     """Constructor defaults of ``cls``; a required argument maps to ``inspect.Parameter.empty``."""
-    return {key: param.default for key, param in _init_parameters(cls).items()}
+    return {key: param.default for key, param in init_parameters(cls).items()}
 
 
-def _build(
+def build(
     section: str, name: str, registry: Mapping[str, type[_T]], base: type, kwargs: Mapping[str, Any]
 ) -> _T:
     """Resolve ``name`` and instantiate it with ``kwargs`` after checking every key is known.
@@ -95,9 +95,9 @@ def _build(
         ConfigError: on ``<section>.name`` for a bad name, on ``<section>.<key>`` for an unknown
             or missing argument (value errors are the class's own, also ConfigErrors for ours).
     """
-    cls = _resolve_class(section, name, registry, base)
-    params = _init_parameters(cls)
-    if not _accepts_any_keyword(cls):
+    cls = resolve_class(section, name, registry, base)
+    params = init_parameters(cls)
+    if not accepts_any_keyword(cls):
         allowed = ", ".join(params) or "none"
         for key in kwargs:
             if key not in params:

@@ -388,7 +388,7 @@ class PruningCallback(L.Callback):
             self.trial.report(values[0], step)
             return bool(self.trial.should_prune())
         # Several objectives: Optuna's report refuses them; the values go to a user attribute
-        # and the study's pruner reads them from the trial (lightning_hpo.pruners).
+        # and the study's pruner reads them from the trial (lightning_hpo.pruners._asha).
         self.trial.set_user_attr(ATTR.OBJECTIVE_VALUES, with_objective_values(
             self.trial, step, values))
         pruner = study.pruner

@@ -10,8 +10,8 @@ Resuming is a plain ``fit`` with ``ckpt_path``: a checkpoint written after epoch
 ``Trainer(max_epochs=T)`` train epochs ``e+1 .. T``, each once; a ``ModelCheckpoint`` of the
 same configuration in the new trainer carries on with the best score it had. The checkpoint
 loads with ``weights_only=True`` (when the model's and data module's hyperparameters are plain
-values, as those of :mod:`lightning_hpo.models` and :mod:`lightning_hpo.data` are). Example
-(the paused segment, then the resumed one)::
+values, as those of :mod:`lightning_hpo.builtin.models` and :mod:`lightning_hpo.builtin.data` are).
+Example (the paused segment, then the resumed one)::
 
     def trainer(max_epochs, resume):
         return L.Trainer(max_epochs=max_epochs, callbacks=[RandomState(), resume])

@@ -52,6 +52,7 @@ from typing import Any
 __all__ = [
     "directions_minimize",
     "dominates",
+    "dominates_unchecked",
     "front_ranks",
     "hypervolume",
     "is_finite_point",
@@ -128,10 +129,10 @@ def dominates(a: Point, b: Point, minimize: Sequence[bool]) -> bool:
     minimize = _minimize(minimize)
     _check(minimize, [a], "a")
     _check(minimize, [b], "b")
-    return _dominates(a, b, minimize)
+    return dominates_unchecked(a, b, minimize)
 
 
-def _dominates(a: Point, b: Point, minimize: tuple[bool, ...]) -> bool:
+def dominates_unchecked(a: Point, b: Point, minimize: tuple[bool, ...]) -> bool:
     """:func:`dominates` without its checks, for loops whose caller checked ``minimize`` and
     the points' lengths once (a promotion decision compares every pair of paused trials)."""
     if any(math.isnan(v) for v in (*a, *b)):  # NaN is neither better nor worse than anything

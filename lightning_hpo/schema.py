@@ -101,7 +101,8 @@ class ATTR:
     PRUNED_AT_EPOCH = "pruned_at_epoch"  # the epoch at which the pruner (or a schedule) stopped it
     # the optimizer step at which the pruner stopped it (PruningCallback(resource="step"))
     PRUNED_AT_STEP = "pruned_at_step"
-    # Pausing schedules and crash resume (the launcher's scheduler, lightning_hpo.launch.scheduler)
+    # Pausing schedules and crash resume (the launcher's scheduler,
+    # lightning_hpo.launch.study.scheduler)
     PAUSED = "paused"  # a dict while the trial waits between segments (see PAUSED_KEYS), else None
     TARGET = "target_epoch"  # the epoch its segment in flight trains to (int)
     ROUND = "round"  # its synchronous successive-halving round (int; sync_sh, sync_hyperband)
@@ -301,7 +302,7 @@ class StoredTrial(HasAttrs, Protocol):
 class Pause:
     """Why and where a RUNNING trial waits between two segments (:data:`ATTR.PAUSED <ATTR>`).
 
-    Written by :func:`lightning_hpo.launch.trials.pause`; a trial whose segment goes on has
+    Written by :func:`lightning_hpo.launch.study.trials.pause`; a trial whose segment goes on has
     ``None`` there. Fields another tool wrote in another form read as ``None``.
 
     Attributes:

@@ -13,8 +13,8 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.models import LeNet
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import LeNet
 
 
 class _RecordEpochs(pl.Callback):

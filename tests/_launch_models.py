@@ -7,7 +7,7 @@ from typing import Any
 
 from lightning.pytorch import LightningDataModule
 
-from lightning_hpo.models import LeNet
+from lightning_hpo.builtin.models import LeNet
 
 
 class ExplodingLeNet(LeNet):

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import optuna
 
-from lightning_hpo._rung_store import open_rung_store
 from lightning_hpo.launch.config import load_config
-from lightning_hpo.launch.study import study_lock
-from lightning_hpo.launch.trials import claim_trial
+from lightning_hpo.launch.study.creation import study_lock
+from lightning_hpo.launch.study.trials import claim_trial
+from lightning_hpo.pruners import open_rung_store
 from lightning_hpo.storage import open_storage
 
 

@@ -28,8 +28,8 @@ from optuna.trial import TrialState
 
 from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.pruners import ASHAPruner
+from lightning_hpo.pruners.rungs import rung_levels
 from lightning_hpo.report import load
-from lightning_hpo.rungs import rung_levels
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, PRUNER_ATTR, with_objective_values
 from lightning_hpo.storage import open_storage
 

@@ -18,7 +18,7 @@ import optuna
 import yaml
 from optuna.trial import TrialState
 
-from lightning_hpo.launch.spawn import share_priority
+from lightning_hpo.launch.processes.spawn import share_priority
 from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import open_storage
 
@@ -181,7 +181,7 @@ def popen(*args: str, cwd: Path, capture_stderr: bool = False) -> subprocess.Pop
 
 def our_priority(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
     """``process``, started in a session of its own, scheduled at the tests' nice, as the
-    launcher does with its workers (:func:`~lightning_hpo.launch.spawn.share_priority`):
+    launcher does with its workers (:func:`~lightning_hpo.launch.processes.spawn.share_priority`):
     ``make test`` runs the tests that do not depend on timing at nice 10 beside those that do
     (``scripts/run_tests.py``), and the launchers they start must stay at 10 too."""
     share_priority(process.pid)

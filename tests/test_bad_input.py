@@ -16,7 +16,7 @@ import pytest
 import yaml
 from _support import SECRET, _journal_with_garbage_inside, config_file, launch
 
-import lightning_hpo.launch.folders as launcher
+import lightning_hpo.launch.processes.folders as launcher
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import load_config
 from lightning_hpo.storage import open_storage

@@ -159,8 +159,8 @@ def _fake_run_study(raw: dict, epochs: int | None) -> tuple[float, float]:
     goes on to its end (as a second worker's would), so the stream must be cut. It runs in
     memory and copies the trials to the journal at the end (a journal write costs an fsync)."""
     from lightning_hpo.launch.config import parse_config
-    from lightning_hpo.launch.search import build_pruner, build_sampler
-    from lightning_hpo.launch.space import suggest
+    from lightning_hpo.launch.config.space import suggest
+    from lightning_hpo.launch.study.search import build_pruner, build_sampler
     from lightning_hpo.storage import open_storage
 
     assert epochs is not None
@@ -1084,7 +1084,8 @@ def test_the_long_variant_is_a_config_the_launcher_accepts(
     and the registry form passes the launcher's check against the real classes."""
     import bench_peers
 
-    from lightning_hpo.launch.config import check_against_registry, parse_config
+    from lightning_hpo.launch.checks import check_against_registry
+    from lightning_hpo.launch.config import parse_config
 
     monkeypatch.syspath_prepend(str(bench_peers.PEERS))
     cfg = parse_config(bench_peers.ours_config(tmp_path, [bench_peers.INITIAL], repeat=10,

@@ -598,7 +598,7 @@ def test_resource_step_ranks_by_asha_rungs_counted_in_steps() -> None:
     (steps 3 and 7): each report is recorded at the rung it passed (2, then 4), as rungs in
     epochs are; two equal trials both go on (ties continue)."""
     from lightning_hpo import ASHAPruner
-    from lightning_hpo._rung_store import rung_records
+    from lightning_hpo.pruners import rung_records
 
     study = optuna.create_study(pruner=ASHAPruner(min_resource=2, max_resource=8,
                                                   reduction_factor=2))

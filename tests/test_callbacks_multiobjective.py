@@ -31,8 +31,8 @@ from _support import ddp_clean_env, run_job
 from optuna.trial import TrialState
 
 from lightning_hpo import ASHAPruner, PruningCallback
-from lightning_hpo._rung_vectors import open_vector_store
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.pruners import open_vector_store
 from lightning_hpo.schema import ATTR, objective_curve
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

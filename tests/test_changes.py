@@ -16,17 +16,6 @@ from typing import Any
 import pytest
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch import changes as changes_module
-from lightning_hpo.launch.changes import (
-    FIELDS,
-    MISSING,
-    TRAINER_DEFAULTS,
-    Change,
-    Changes,
-    classify,
-    compare_configs,
-    show,
-)
 from lightning_hpo.launch.config import (
     TOP_LEVEL,
     TRAINER_KEYS,
@@ -38,7 +27,23 @@ from lightning_hpo.launch.config import (
     apply_overrides,
     parse_config,
 )
-from lightning_hpo.launch.study import config_changes, existing_changes, open_study, stored_config
+from lightning_hpo.launch.config import changes as changes_module
+from lightning_hpo.launch.config.changes import (
+    FIELDS,
+    MISSING,
+    TRAINER_DEFAULTS,
+    Change,
+    Changes,
+    classify,
+    compare_configs,
+    show,
+)
+from lightning_hpo.launch.study.creation import (
+    config_changes,
+    existing_changes,
+    open_study,
+    stored_config,
+)
 from lightning_hpo.schema import CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
@@ -72,7 +77,8 @@ PROMOTION = _with("pruner.mode=promotion")
 NONE_PRUNER = _with("pruner=none", "trainer.max_epochs=9")
 FASHION = _with("data={name: fashion_mnist, root: /data}")
 CLASS_SAMPLER = _with("sampler={class: 'optuna.samplers:QMCSampler', scramble: true}")
-#: A study of a LightningCLI project (lightning_hpo.launch.cli_spec): its entry point, files and
+#: A study of a LightningCLI project (lightning_hpo.launch.config.cli_spec): its entry point, files
+#: and
 #: inline sections instead of registry names.
 CLI_BASE: dict[str, Any] = {
     "study": "t",
@@ -135,7 +141,7 @@ def test_every_trainer_key_is_classified_by_name_with_lightnings_default() -> No
 
 
 def test_the_data_keys_that_may_change_are_arguments_of_the_built_in_data_modules() -> None:
-    from lightning_hpo.data import DigitsDataModule, FashionMNISTDataModule
+    from lightning_hpo.builtin.data import DigitsDataModule, FashionMNISTDataModule
 
     arguments = {name for cls in (DigitsDataModule, FashionMNISTDataModule)
                  for name in inspect.signature(cls).parameters}
@@ -157,8 +163,8 @@ def test_the_model_keys_that_may_change_are_how_the_same_steps_run() -> None:
 
 
 def test_the_built_in_classes_defaults_are_the_classes_own() -> None:
-    from lightning_hpo.data import DATAMODULES, datamodule_hyperparameters
-    from lightning_hpo.models import MODELS, model_hyperparameters
+    from lightning_hpo.builtin.data import DATAMODULES, datamodule_hyperparameters
+    from lightning_hpo.builtin.models import MODELS, model_hyperparameters
 
     assert {name: {**model_hyperparameters(name), **changes_module.LAUNCHER_MODEL_ARGS}
             for name in MODELS} == changes_module.MODEL_DEFAULTS
@@ -427,7 +433,7 @@ def test_a_change_of_the_budget_devices_or_speed_goes_on_and_is_said(
     overrides: list[str], base: dict[str, Any] | None, said: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: True)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available", lambda: True)
     old = BASE if base is None else base
     changes = _compare(_with(*overrides, base=old), old)
     assert changes.items and {c.kind for c in changes.items} == {"allowed"}
@@ -580,7 +586,7 @@ def test_flatten() -> None:
 def test_the_default_logger_left_out_equals_it_written_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: True)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available", lambda: True)
     assert _compare(_with("trainer.logger=tensorboard")).items == ()
     assert [str(c) for c in _compare(_with("trainer.logger=csv")).items] == [
         "trainer.logger tensorboard -> csv"]
@@ -590,9 +596,9 @@ def test_a_stored_tensorboard_logger_is_read_where_tensorboard_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A study created on a machine with tensorboard, resumed on one without (csv)."""
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: True)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available", lambda: True)
     stored = _stored(_with("trainer.logger=tensorboard"))
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: False)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available", lambda: False)
     changes = compare_configs(stored, _stored(BASE))
     assert [str(c) for c in changes.items] == ["trainer.logger tensorboard -> csv"]
 

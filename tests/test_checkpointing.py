@@ -29,15 +29,15 @@ import torch
 from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint
 from lightning.pytorch.plugins import TorchCheckpointIO
 
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import DropoutMLP, LeNet
 from lightning_hpo.checkpointing import (
     RANDOM_STATE_KEY,
     CheckpointWriteError,
     RandomState,
     ResumeCheckpoint,
 )
-from lightning_hpo.data import DigitsDataModule
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.models import DropoutMLP, LeNet
 
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 _PAUSE, _MAX = 2, 4  # pause after epoch 2 (a rung), resume to epoch 4 (max_resource)

@@ -1,4 +1,4 @@
-"""A config that tunes a LightningCLI project as it is (lightning_hpo.launch.cli_spec): which
+"""A config that tunes a LightningCLI project as it is (lightning_hpo.launch.config.cli_spec): which
 configs are in that mode, the ``cli``/``config`` fields and inline sections, the Trainer
 arguments the launcher owns, the ``fit`` command line of a trial, and the retrain command the
 launcher prints (:func:`fit_command`, which looks for the project's file on temporary folders).
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.cli_spec import (
+from lightning_hpo.launch.config.cli_spec import (
     DEFAULT_CLI,
     OWNED_TRAINER,
     SECTIONS,
@@ -27,8 +27,8 @@ from lightning_hpo.launch.cli_spec import (
     parse_cli,
 )
 
-LENET = "lightning_hpo.models.LeNet"
-DIGITS = "lightning_hpo.data.DigitsDataModule"
+LENET = "lightning_hpo.builtin.models.LeNet"
+DIGITS = "lightning_hpo.builtin.data.DigitsDataModule"
 
 
 def _error(raw: dict[str, Any]) -> ConfigError:

@@ -1,4 +1,4 @@
-"""The garbage collector paused while a worker imports (``lightning_hpo.launch._collector``):
+"""The garbage collector paused while a worker imports (``lightning_hpo.launch.worker._collector``):
 paused in the block, the block's objects frozen, the collector back as it was, whatever the
 block does; and a library import of the worker module leaves the importing process's collector
 alone. That a real worker runs its imports so is test_early_start.py's."""
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lightning_hpo.launch._collector import imports_without_collection
+from lightning_hpo.launch.worker._collector import imports_without_collection
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +62,7 @@ def test_pause_false_only_runs_the_block() -> None:
 @pytest.mark.slow
 def test_importing_the_worker_module_leaves_the_importers_collector_alone() -> None:
     """A library import (a test, a user's script): no pause, nothing frozen."""
-    script = ("import gc\nimport lightning_hpo.launch.worker\n"
+    script = ("import gc\nimport lightning_hpo.launch.worker.loop\n"
               "print(gc.isenabled(), gc.get_freeze_count())\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300)

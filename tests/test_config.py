@@ -10,12 +10,12 @@ import optuna
 import pytest
 
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.checks import check_against_registry
 from lightning_hpo.launch.config import (
     CONFIG_DIR,
     DEFAULT_CONFIG,
     Config,
     apply_overrides,
-    check_against_registry,
     load_config,
     parse_config,
     pause_levels,
@@ -23,8 +23,8 @@ from lightning_hpo.launch.config import (
     resolve_config,
     shipped_configs,
 )
-from lightning_hpo.launch.search import build_sampler, build_schedule
-from lightning_hpo.launch.study import stored_config
+from lightning_hpo.launch.study.creation import stored_config
+from lightning_hpo.launch.study.search import build_sampler, build_schedule
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -319,8 +319,8 @@ def test_a_home_folder_path_is_expanded_as_in_a_shell(monkeypatch: pytest.Monkey
 @pytest.mark.parametrize(("class_path", "words"), [
     ("nope.Nope", "is 'nope.Nope', but module 'nope' cannot be imported: "
                   "ModuleNotFoundError: No module named 'nope'"),
-    ("lightning_hpo.models.Nope", "is 'lightning_hpo.models.Nope', but module "
-                                  "'lightning_hpo.models' has no 'Nope'"),
+    ("lightning_hpo.builtin.models.Nope", "is 'lightning_hpo.builtin.models.Nope', but module "
+                                  "'lightning_hpo.builtin.models' has no 'Nope'"),
 ])
 def test_a_class_path_that_does_not_import_is_named_not_a_space_key(
     class_path: str, words: str
@@ -346,7 +346,7 @@ def test_a_fixed_init_args_value_refused_is_the_configs_not_a_space_keys(
     names only the section, ``model``, and the check blamed the first space key in it
     ("space.model.init_args.lr: the middle 0.1 of its range is refused ..."). What the class
     itself raises, over several lines (jsonargparse lists each subtype's error), is one line."""
-    model = {"class_path": "lightning_hpo.models.LeNet", "init_args": init_args}
+    model = {"class_path": "lightning_hpo.builtin.models.LeNet", "init_args": init_args}
     cfg = parse_config({**CLI_BASE, "model": model})
     with pytest.raises(ConfigError) as info:
         check_against_registry(cfg)
@@ -366,7 +366,7 @@ def test_a_searched_value_the_parser_refuses_is_still_the_space_keys() -> None:
 
 
 def test_max_paused_reaches_the_promotion_schedule() -> None:
-    from lightning_hpo.launch.search import build_schedule
+    from lightning_hpo.launch.study.search import build_schedule
 
     for name in ("asha", "hyperband"):
         raw = dict(BASE, pruner={"name": name, "mode": "promotion", "max_resource": 9},
@@ -384,7 +384,7 @@ def test_max_paused_reaches_the_promotion_schedule() -> None:
     {"name": "asha", "mode": "promotion"}, {"name": "hyperband", "mode": "promotion"},
     {"name": "sync_sh"}, {"name": "sync_hyperband"}], ids=lambda p: p["name"])
 def test_finish_best_reaches_the_pausing_schedules(pruner: dict) -> None:
-    from lightning_hpo.launch.search import build_schedule
+    from lightning_hpo.launch.study.search import build_schedule
 
     raw = dict(BASE, pruner=dict(pruner, max_resource=9))
     cfg = parse_config(raw)
@@ -536,7 +536,8 @@ def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
 def test_the_default_logger_is_tensorboard_when_installed(
     installed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: installed)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available",
+                        lambda: installed)
     cfg = parse_config(BASE)
     assert cfg.logger == ("tensorboard" if installed else "csv")
     assert "logger" not in cfg.trainer  # a launcher setting, never a Trainer argument
@@ -579,7 +580,7 @@ def _yaml_value(text: str) -> object:
 def test_tensorboard_asked_for_but_not_installed_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("lightning_hpo.launch.config._tensorboard_available", lambda: False)
+    monkeypatch.setattr("lightning_hpo.launch.config._parse._tensorboard_available", lambda: False)
     with pytest.raises(ConfigError) as info:
         parse_config(_with("trainer.logger", "tensorboard"))
     assert info.value.field == "trainer.logger" and "\n" not in str(info.value)
@@ -757,7 +758,8 @@ def test_the_default_logger_is_the_one_a_config_without_it_gets() -> None:
     assert parse_config(BASE).logger == default_logger()
 
 
-# --- A LightningCLI project as it is: cli:, config:, class_path (lightning_hpo.launch.cli_spec)
+# --- A LightningCLI project as it is: cli:, config:, class_path
+# (lightning_hpo.launch.config.cli_spec)
 
 #: The tune.yaml of the issue, next to a project trained with `python main.py fit --config
 #: config.yaml`.
@@ -780,7 +782,7 @@ stop: {n_trials: 40}
 #: The smallest CLI config: Lightning's own CLI and the shipped LeNet by its class path.
 CLI_BASE = {
     "study": "t",
-    "model": {"class_path": "lightning_hpo.models.LeNet"},
+    "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
     "space": {"model.init_args.lr": {"loguniform": [0.01, 1.0]}},
     "pruner": {"name": "asha", "max_resource": 9},
     "stop": {"n_trials": 4},
@@ -794,7 +796,7 @@ def test_the_issues_tune_yaml_parses_in_cli_mode(tmp_path: Path) -> None:
         IntDistribution,
     )
 
-    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     path = tmp_path / "tune.yaml"
     path.write_text(ISSUE_TUNE_YAML)
@@ -823,11 +825,11 @@ def test_the_issues_tune_yaml_parses_in_cli_mode(tmp_path: Path) -> None:
 
 
 def test_a_class_path_alone_is_lightnings_own_cli() -> None:
-    from lightning_hpo.launch.cli_spec import DEFAULT_CLI
+    from lightning_hpo.launch.config.cli_spec import DEFAULT_CLI
 
     cfg = parse_config(CLI_BASE)
     assert cfg.cli is not None and cfg.cli.entry == DEFAULT_CLI and cfg.cli.files == ()
-    assert cfg.cli.sections == {"model": {"class_path": "lightning_hpo.models.LeNet"}}
+    assert cfg.cli.sections == {"model": {"class_path": "lightning_hpo.builtin.models.LeNet"}}
     assert (cfg.model, cfg.data, cfg.data_args) == ("", "", {})  # no registry digits default
     assert cfg.metric == "validation_error"  # the launcher's defaults are the same
 
@@ -957,7 +959,7 @@ def test_a_whole_cli_section_in_the_space_is_refused_naming_it(section: str, spe
 def test_a_choice_of_classes_for_a_whole_cli_section_is_searched() -> None:
     from optuna.distributions import CategoricalDistribution
 
-    classes = ["lightning_hpo.models.LeNet", "lightning_hpo.models.DropoutMLP"]
+    classes = ["lightning_hpo.builtin.models.LeNet", "lightning_hpo.builtin.models.DropoutMLP"]
     cfg = parse_config({**CLI_BASE, "space": {**CLI_BASE["space"], "model": {"choice": classes}}})
     assert cfg.space["model"] == CategoricalDistribution(classes)
 
@@ -1211,7 +1213,7 @@ def test_an_unknown_registry_trainer_argument_is_refused_against_lightnings_trai
 def test_the_trainer_arguments_the_launcher_owns_are_refused_in_both_modes(
     key: str, mode: str
 ) -> None:
-    from lightning_hpo.launch.cli_spec import OWNED_TRAINER
+    from lightning_hpo.launch.config.cli_spec import OWNED_TRAINER
 
     base = BASE if mode == "registry" else {**CLI_BASE, "config": "config.yaml"}
     with pytest.raises(ConfigError) as info:

@@ -1,4 +1,4 @@
-"""One ``metrics.csv`` per trial across its segments (lightning_hpo.launch._csvlog).
+"""One ``metrics.csv`` per trial across its segments (lightning_hpo.launch.worker._csvlog).
 
 Real fits of LeNet on a few batches of digits, with :class:`ResumeCheckpoint` and
 :class:`RandomState` as the launcher's worker uses them: a trial paused after epoch 2 and resumed
@@ -23,7 +23,7 @@ import torch
 from lightning_hpo import DigitsDataModule, LeNet, RandomState, ResumeCheckpoint
 from lightning_hpo.checkpointing import Every
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch._csvlog import SegmentCSVLogger
+from lightning_hpo.launch.worker._csvlog import SegmentCSVLogger
 
 _VALUES = ("parameters", "train_loss", "validation_error", "validation_loss")
 
@@ -244,7 +244,7 @@ def test_a_resumed_segment_keeps_the_rows_without_an_epoch_up_to_its_checkpoint(
     _log_epochs(SegmentCSVLogger(tmp_path, resume_epoch=None), range(4))
     assert [step for _, step, _ in _rows(tmp_path)] == ["0", "22", "23", "45", "46", "68",
                                                         "69", "91"]
-    with caplog.at_level("DEBUG", logger="lightning_hpo.launch._csvlog"):
+    with caplog.at_level("DEBUG", logger="lightning_hpo.launch.worker._csvlog"):
         resumed = SegmentCSVLogger(tmp_path, resume_epoch=3)
         resumed.experiment  # noqa: B018 (the writer trims the file when it starts)
     assert _rows(tmp_path) == [

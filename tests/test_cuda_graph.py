@@ -1,4 +1,4 @@
-"""The training step replayed from a CUDA graph (lightning_hpo._cuda_graph, ImageClassifier).
+"""The training step replayed from a CUDA graph (builtin._cuda_graph, ImageClassifier).
 
 Where capture applies is pure logic, tested exhaustively. How the step meets Lightning (the
 skipped zero_grad and backward, the gradients put back, an epoch's smaller last batch run
@@ -23,17 +23,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lightning_hpo import _cuda_graph
-from lightning_hpo._cuda_graph import (
+from lightning_hpo.builtin import _cuda_graph
+from lightning_hpo.builtin._cuda_graph import (
     EAGER_STEPS,
     Captured,
     StepGraph,
     capture_blockers,
     trainer_blockers,
 )
-from lightning_hpo.data import DigitsDataModule
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import DropoutMLP, LeNet
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.models import DropoutMLP, LeNet
 
 CUDA = torch.cuda.is_available()
 
@@ -144,7 +144,7 @@ def _train(graphs: bool | str, monkeypatch: pytest.MonkeyPatch, epochs: int = 2,
     graph applying on the CPU, captured by :func:`_recomputed_capture` if ``stand_in``."""
     with monkeypatch.context() as patch:
         if graphs:
-            patch.setattr("lightning_hpo.models.trainer_blockers", lambda trainer: ())
+            patch.setattr("lightning_hpo.builtin.models.trainer_blockers", lambda trainer: ())
             if stand_in:
                 patch.setattr(StepGraph, "capture", staticmethod(_recomputed_capture))
         pl.seed_everything(3, verbose=False)
@@ -200,9 +200,9 @@ def test_a_failed_capture_leaves_the_steps_eager_and_says_so_once(
     monkeypatch.setattr(StepGraph, "capture", staticmethod(refuse))
     monkeypatch.setattr(_cuda_graph, "_failures_reported", set())
     for _ in range(2):
-        with caplog.at_level("WARNING", logger="lightning_hpo._cuda_graph"):
+        with caplog.at_level("WARNING", logger="lightning_hpo.builtin._cuda_graph"):
             failed, _ = _train(True, monkeypatch, stand_in=False)
-    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo._cuda_graph"]
+    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo.builtin._cuda_graph"]
     assert said == ["training steps stay eager (no CUDA graph): capture failed: operation not "
                     "permitted when stream is capturing"]
     for a, b in zip(eager.parameters(), failed.parameters(), strict=True):
@@ -212,14 +212,14 @@ def test_a_failed_capture_leaves_the_steps_eager_and_says_so_once(
 def test_asked_for_where_it_cannot_apply_says_why_once(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(_cuda_graph, "_off_reported", set())
-    with caplog.at_level("WARNING", logger="lightning_hpo._cuda_graph"):
+    with caplog.at_level("WARNING", logger="lightning_hpo.builtin._cuda_graph"):
         for graphs in (True, True, False):
             model = LeNet(cuda_graphs=graphs)
             pl.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2,
                        limit_val_batches=1, logger=False, enable_checkpointing=False,
                        enable_progress_bar=False, enable_model_summary=False).fit(
                 model, datamodule=DigitsDataModule(batch_size=64))
-    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo._cuda_graph"]
+    said = [r.getMessage() for r in caplog.records if r.name == "lightning_hpo.builtin._cuda_graph"]
     assert said == ["cuda_graphs: training steps stay eager (no CUDA graph): the device is cpu, "
                     "not cuda"]
 
@@ -227,12 +227,12 @@ def test_asked_for_where_it_cannot_apply_says_why_once(
 def test_auto_is_silent_where_it_cannot_apply(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(_cuda_graph, "_off_reported", set())
-    with caplog.at_level("WARNING", logger="lightning_hpo._cuda_graph"):
+    with caplog.at_level("WARNING", logger="lightning_hpo.builtin._cuda_graph"):
         model = LeNet(cuda_graphs="auto")
         pl.Trainer(accelerator="cpu", max_epochs=1, limit_train_batches=2, limit_val_batches=1,
                    logger=False, enable_checkpointing=False, enable_progress_bar=False,
                    enable_model_summary=False).fit(model, datamodule=DigitsDataModule())
-    assert [r for r in caplog.records if r.name == "lightning_hpo._cuda_graph"] == []
+    assert [r for r in caplog.records if r.name == "lightning_hpo.builtin._cuda_graph"] == []
 
 
 @pytest.mark.parametrize("graphs", [True, "auto"])

@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-from lightning_hpo.data import (
+from lightning_hpo.builtin.data import (
     DATAMODULES,
     DigitsDataModule,
     FashionMNISTDataModule,
@@ -50,7 +50,8 @@ def test_registry_names() -> None:
     ("name", "cls"),
     [
         pytest.param("digits", DigitsDataModule, id="digits"),
-        pytest.param("lightning_hpo.data:DigitsDataModule", DigitsDataModule, id="import-path"),
+        pytest.param("lightning_hpo.builtin.data:DigitsDataModule", DigitsDataModule,
+                     id="import-path"),
     ],
 )
 def test_build_datamodule(name: str, cls: type) -> None:
@@ -69,7 +70,7 @@ def test_unknown_datamodule_name() -> None:
 
 def test_model_is_not_a_datamodule() -> None:
     with pytest.raises(ConfigError, match="not a LightningDataModule subclass"):
-        build_datamodule("lightning_hpo.models:LeNet")
+        build_datamodule("lightning_hpo.builtin.models:LeNet")
 
 
 def test_unknown_datamodule_argument_lists_allowed() -> None:
@@ -102,7 +103,7 @@ def test_bad_digits_argument_names_the_field(kwargs: dict[str, Any], field: str)
 
 def test_datamodule_class() -> None:
     assert datamodule_class("fashion_mnist") is FashionMNISTDataModule
-    assert datamodule_class("lightning_hpo.data:DigitsDataModule") is DigitsDataModule
+    assert datamodule_class("lightning_hpo.builtin.data:DigitsDataModule") is DigitsDataModule
     with pytest.raises(ConfigError, match="^data.name: unknown data module 'x'"):
         datamodule_class("x")
 
@@ -200,7 +201,7 @@ def test_the_split_sizes_are_computed_as_scikit_learn_splits() -> None:
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 
-    from lightning_hpo.data import _DIGITS_CLASSES, _DIGITS_SAMPLES, _digits_split_sizes
+    from lightning_hpo.builtin.data import _DIGITS_CLASSES, _DIGITS_SAMPLES, _digits_split_sizes
 
     labels = load_digits().target
     assert (len(labels), len(set(labels.tolist()))) == (_DIGITS_SAMPLES, _DIGITS_CLASSES)
@@ -267,7 +268,7 @@ def test_digits_split_is_a_partition(val_fraction: float) -> None:
 
 _SPLIT_DIGEST = """
 import hashlib, sys
-from lightning_hpo.data import DigitsDataModule
+from lightning_hpo.builtin.data import DigitsDataModule
 datamodule = DigitsDataModule(val_fraction=0.2, seed=7)
 datamodule.setup("fit")
 for dataset in (datamodule.train_set, datamodule.val_set):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch import devices
-from lightning_hpo.launch.devices import (
+from lightning_hpo.launch.config import devices
+from lightning_hpo.launch.config.devices import (
     WORKER_MEMORY,
     DevicesSpec,
     cuda_possible,
@@ -115,7 +115,7 @@ def test_auto_on_a_machine_without_a_gpu_driver_never_imports_torch() -> None:
     """``accelerator: auto`` where no GPU can exist: the CPU cores, counted without torch."""
     script = (
         "import sys\n"
-        "from lightning_hpo.launch.devices import cuda_possible, detect_devices\n"
+        "from lightning_hpo.launch.config.devices import cuda_possible, detect_devices\n"
         "kind, n = detect_devices('auto')\n"
         "print(cuda_possible(), kind, n > 0, 'torch' in sys.modules)\n"
     )

@@ -1,4 +1,4 @@
-"""The launcher's early start (:mod:`lightning_hpo.launch.early`): the plan read from a config
+"""The launcher's early start (``launch.processes.early``): the plan read from a config
 file without torch or Optuna, held workers started and stopped, the supervisor taking them over
 only when they fit, and the command line starting them before anything heavy is imported."""
 
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from _support import config_file, launch, popen, study_of, wait_for
 
-from lightning_hpo.launch import devices as devices_module
-from lightning_hpo.launch import early as early_module
+from lightning_hpo.launch.config import devices as devices_module
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.devices import Slot
-from lightning_hpo.launch.early import EarlyPlan, EarlyWorkers, plan_early, start_early
-from lightning_hpo.launch.supervisor import Supervisor
+from lightning_hpo.launch.config.devices import Slot
+from lightning_hpo.launch.processes import early as early_module
+from lightning_hpo.launch.processes.early import EarlyPlan, EarlyWorkers, plan_early, start_early
+from lightning_hpo.launch.processes.supervisor import Supervisor
 
 CORES = len(os.sched_getaffinity(0))
 

@@ -1,7 +1,8 @@
 """The launcher's start: workers start before the study exists and import torch, and the first
 one done checks the config (``Supervisor.start_held``, the ``go`` line on the control pipe); the
 launcher itself never imports torch; and a worker says each repeated notice once
-(:mod:`lightning_hpo.launch._once`). The early start from the config file is ``test_early.py``."""
+(:mod:`lightning_hpo.launch.worker._once`). The early start from the config file is
+``test_early.py``."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ import pytest
 import yaml
 from _support import config_file, launch, popen, wait_for
 
-from lightning_hpo.launch._once import SaidOnce, _OnceFilter, message_key, say_once
-from lightning_hpo.launch.protocol import GO_LINE, StopOrder, read_go, read_stop_orders
+from lightning_hpo.launch.processes.protocol import GO_LINE, StopOrder, read_go, read_stop_orders
+from lightning_hpo.launch.worker._once import SaidOnce, _OnceFilter, message_key, say_once
 
 # -- the go line on the control pipe ----------------------------------------------------------
 
@@ -76,7 +77,7 @@ def test_no_go_when_the_launcher_closes_the_pipe_or_a_signal_came() -> None:
     assert read_go(fd, lambda: True) is False
     os.close(fd)
     read, write = os.pipe()
-    assert read_go(read, lambda: False) is False  # a signal: _Stop.reason set
+    assert read_go(read, lambda: False) is False  # a signal: Stop.reason set
     os.close(read)
     os.close(write)
 

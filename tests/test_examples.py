@@ -29,7 +29,7 @@ from optuna.distributions import (
 from optuna.trial import TrialState, create_trial
 
 from lightning_hpo._optuna import claim_waiting_trial
-from lightning_hpo.launch.space import parse_space, suggest
+from lightning_hpo.launch.config.space import parse_space, suggest
 from lightning_hpo.schema import CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 

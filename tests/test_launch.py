@@ -36,10 +36,10 @@ from optuna.trial import TrialState
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.__main__ import main as launcher_main
 from lightning_hpo.launch.config import DEFAULT_CONFIG, load_config, parse_config
-from lightning_hpo.launch.devices import plan_slots
+from lightning_hpo.launch.config.devices import plan_slots
+from lightning_hpo.launch.processes.supervisor import Supervisor
 from lightning_hpo.launch.status import summary
-from lightning_hpo.launch.study import open_study
-from lightning_hpo.launch.supervisor import Supervisor
+from lightning_hpo.launch.study.creation import open_study
 from lightning_hpo.schema import ATTR, CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
@@ -604,7 +604,7 @@ _SET_UP = """
 import sys, time, yaml
 from pathlib import Path
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.study.creation import open_study
 from lightning_hpo.storage import open_storage
 cfg = parse_config(yaml.safe_load(Path(sys.argv[1]).read_text()))
 storage = open_storage(cfg.storage)
@@ -696,7 +696,7 @@ import sys, time, yaml
 from pathlib import Path
 from lightning_hpo._optuna import storage_of
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.study import open_study, study_lock
+from lightning_hpo.launch.study.creation import open_study, study_lock
 from lightning_hpo.storage import open_storage
 cfg = parse_config(yaml.safe_load(Path(sys.argv[1]).read_text()))
 study, _ = open_study(cfg, open_storage(cfg.storage))

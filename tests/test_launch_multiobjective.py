@@ -17,10 +17,11 @@ import pytest
 from _support import config_file, launch, study_of
 from optuna.trial import TrialState
 
-from lightning_hpo._rung_vectors import open_vector_store
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.config import check_against_registry, parse_config
+from lightning_hpo.launch.checks import check_against_registry
+from lightning_hpo.launch.config import parse_config
 from lightning_hpo.pareto import is_finite_point, nondominated_fronts, pareto_order
+from lightning_hpo.pruners import open_vector_store
 from lightning_hpo.schema import ATTR, CONFIG_ATTR, objective_curve
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ there with ``python -m lightning_hpo.launch tune.yaml`` as a stranger would, shr
 * ``--check`` (in this process, through the launcher's ``main``): bad input is one
   ``error: <field>: ...`` line and exit code 2, with nothing written.
 
-Launches are real multi-process runs (``slow``). Builders: lightning_hpo.launch.project,
-lightning_hpo.launch.cli_spec; the report's copy of the best config:
+Launches are real multi-process runs (``slow``). Builders: lightning_hpo.launch.checks.project,
+lightning_hpo.launch.config.cli_spec; the report's copy of the best config:
 tests/test_report_best_config.py.
 """
 
@@ -38,7 +38,7 @@ from _support import ddp_clean_env, run_job
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo.launch.__main__ import main as launcher_main
-from lightning_hpo.launch.project import owned_lines
+from lightning_hpo.launch.checks.project import owned_lines
 from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import open_storage
 
@@ -664,7 +664,7 @@ _NO_OPTIMIZER_PROJECT = """
 from torch import nn
 import lightning.pytorch as L
 from lightning.pytorch.cli import LightningCLI
-from lightning_hpo.data import DigitsDataModule
+from lightning_hpo.builtin.data import DigitsDataModule
 
 
 class Net(L.LightningModule):
@@ -818,7 +818,8 @@ def test_a_metric_never_logged_fails_the_trial_naming_what_was_logged(project: P
 
 
 # ------------------------------------------------------------------------------------------
-# In this process: one trial built through Lightning's own CLI (lightning_hpo.launch.project).
+# In this process: one trial built through Lightning's own CLI
+# (lightning_hpo.launch.checks.project).
 
 
 @pytest.mark.parametrize(("cores", "asked", "expected"),
@@ -830,12 +831,12 @@ def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
     processes: a project's DataLoader with ``persistent_workers=True`` (or a
     ``prefetch_factor``) refuses ``num_workers=0``, and every trial of a 1-core slot failed
     with torch's ``ValueError: persistent_workers option needs num_workers > 0``."""
-    from lightning_hpo.launch.cli_spec import CliSpec
-    from lightning_hpo.launch.project import build_trial
+    from lightning_hpo.launch.checks.project import build_trial
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     spec = CliSpec(sections={
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule",
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule",
                  "init_args": {"num_workers": asked}},
     })
     built = build_trial(spec, {"model.init_args.lr": 0.1}, trainer_args={
@@ -868,8 +869,8 @@ def test_a_run_false_clis_config_retrains_without_a_subcommand(
     """A project that makes its CLI with ``run=False`` and calls ``fit`` itself retrains with
     ``python main.py --config ...``: its parser takes no ``ckpt_path`` or ``weights_only``
     (``fit``'s own arguments), which the trial's config.yaml held, and no ``fit``."""
-    from lightning_hpo.launch.cli_spec import CliSpec
-    from lightning_hpo.launch.project import build_trial
+    from lightning_hpo.launch.checks.project import build_trial
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     fit_line = "    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n"
     text = (_RUN_FALSE_PROJECT if not run else
@@ -877,8 +878,8 @@ def test_a_run_false_clis_config_retrains_without_a_subcommand(
     (tmp_path / "rf_main.py").write_text(text, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = CliSpec(entry="rf_main:main", sections={
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
         "trainer": {"limit_train_batches": 2, "limit_val_batches": 1,
                     "enable_progress_bar": False, "logger": False}})
     try:
@@ -938,14 +939,14 @@ def test_a_progress_bar_from_trainer_defaults_or_class_args_is_left_out(
     stay."""
     from lightning.pytorch.callbacks import ProgressBar
 
-    from lightning_hpo.launch.cli_spec import CliSpec
-    from lightning_hpo.launch.project import build_trial
+    from lightning_hpo.launch.checks.project import build_trial
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     (tmp_path / "bar_main.py").write_text(_BAR_PROJECT, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = CliSpec(entry=f"bar_main:{entry}", sections={
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
         "trainer": {"callbacks": [
             {"class_path": "lightning.pytorch.callbacks.TQDMProgressBar"},
             {"class_path": "lightning.pytorch.callbacks.LearningRateMonitor"}]}})
@@ -1023,8 +1024,8 @@ def test_a_ckpt_path_in_the_projects_config_is_said_replaced_and_keeps_the_trial
     named the checkpoint, which the launcher's fit never resumed from, and nothing said so."""
     import torch
 
-    from lightning_hpo.launch.cli_spec import CliSpec
-    from lightning_hpo.launch.project import _on_cpu
+    from lightning_hpo.launch.checks.cli_checks import _on_cpu
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     torch.save({"hyper_parameters": {"hidden_dim": 200}}, here / "old.ckpt")
     (here / "extra.yaml").write_text("ckpt_path: old.ckpt\n", encoding="utf-8")
@@ -1050,11 +1051,11 @@ def test_check_names_the_choice_a_searched_argument_does_not_fit(
     at its middle, which the range's middle is not to blame for; it names the choice too."""
     _write_yaml(here / "tune_choice.yaml", {
         "study": "choice",
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
         "metric": "validation_loss",
-        "space": {"model.class_path": {"choice": ["lightning_hpo.models.LeNet",
-                                                   "lightning_hpo.models.DropoutMLP"]},
+        "space": {"model.class_path": {"choice": ["lightning_hpo.builtin.models.LeNet",
+                                                   "lightning_hpo.builtin.models.DropoutMLP"]},
                   "model.init_args.width": {"uniform": [0.5, 1.0]}},
         "pruner": {"name": "asha", "max_resource": 3}, "stop": {"n_trials": 4},
     })
@@ -1063,6 +1064,6 @@ def test_check_names_the_choice_a_searched_argument_does_not_fit(
     (line,) = err.strip().splitlines()
     assert line.startswith(
         "error: space.model.init_args.width: with space.model.class_path at its high end "
-        "lightning_hpo.models.DropoutMLP, it is refused by the CLI's parser: "), line
+        "lightning_hpo.builtin.models.DropoutMLP, it is refused by the CLI's parser: "), line
     assert "'width'" in line, line
     _nothing_written(here)

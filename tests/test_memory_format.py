@@ -11,10 +11,10 @@ import pytest
 import torch
 from torch import nn
 
-from lightning_hpo._memory_format import match_state_layouts, wants_channels_last
-from lightning_hpo.data import DigitsDataModule
+from lightning_hpo.builtin._memory_format import match_state_layouts, wants_channels_last
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import DropoutMLP, ImageClassifier, LeNet
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.models import DropoutMLP, ImageClassifier, LeNet
 
 CONV = nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), nn.Linear(2, 2))
 DENSE = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))

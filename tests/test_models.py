@@ -11,9 +11,8 @@ import torch
 from lightning.pytorch.callbacks import EarlyStopping
 from torch import nn
 
-from lightning_hpo.data import DigitsDataModule
-from lightning_hpo.errors import ConfigError
-from lightning_hpo.models import (
+from lightning_hpo.builtin.data import DigitsDataModule
+from lightning_hpo.builtin.models import (
     MODELS,
     DropoutMLP,
     ImageClassifier,
@@ -22,6 +21,7 @@ from lightning_hpo.models import (
     model_class,
     model_hyperparameters,
 )
+from lightning_hpo.errors import ConfigError
 
 
 def _fit(model: pl.LightningModule, max_epochs: int, **trainer_kwargs: Any) -> pl.Trainer:
@@ -51,7 +51,7 @@ def test_registry_names() -> None:
     [
         pytest.param("lenet", LeNet, id="lenet"),
         pytest.param("dropout_mlp", DropoutMLP, id="dropout_mlp"),
-        pytest.param("lightning_hpo.models:LeNet", LeNet, id="import-path"),
+        pytest.param("lightning_hpo.builtin.models:LeNet", LeNet, id="import-path"),
     ],
 )
 def test_build_model_by_name_or_path(name: str, cls: type) -> None:
@@ -66,10 +66,11 @@ def test_build_model_by_name_or_path(name: str, cls: type) -> None:
         pytest.param("resnet", "unknown model 'resnet'; allowed: lenet, dropout_mlp", id="unknown"),
         pytest.param("", "must be a non-empty string", id="empty"),
         pytest.param("no_such.mod:Net", "cannot import module 'no_such.mod'", id="no-module"),
-        pytest.param("lightning_hpo.models:Nope", "has no attribute 'Nope'", id="no-attribute"),
+        pytest.param("lightning_hpo.builtin.models:Nope", "has no attribute 'Nope'",
+                     id="no-attribute"),
         pytest.param("torch.nn:Linear", "is not a LightningModule subclass", id="not-lightning"),
         pytest.param(
-            "lightning_hpo.data:DigitsDataModule", "not a LightningModule", id="datamodule"
+            "lightning_hpo.builtin.data:DigitsDataModule", "not a LightningModule", id="datamodule"
         ),
     ],
 )
@@ -158,7 +159,7 @@ def test_model_hyperparameters_are_constructor_defaults(
     ("name", "cls"),
     [
         pytest.param("lenet", LeNet, id="name"),
-        pytest.param("lightning_hpo.models:DropoutMLP", DropoutMLP, id="import-path"),
+        pytest.param("lightning_hpo.builtin.models:DropoutMLP", DropoutMLP, id="import-path"),
     ],
 )
 def test_model_class_resolves_without_building(name: str, cls: type) -> None:

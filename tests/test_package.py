@@ -18,32 +18,32 @@ import lightning_hpo
 
 # The public surface, name -> defining module: a change to it shows up here.
 _SURFACE = {
-    "ASHAPruner": "lightning_hpo.pruners",
-    "HyperbandPruner": "lightning_hpo.pruners",
+    "ASHAPruner": "lightning_hpo.pruners._asha",
+    "HyperbandPruner": "lightning_hpo.pruners._asha",
     "PruningCallback": "lightning_hpo.callbacks",
     "RandomState": "lightning_hpo.checkpointing",
     "ResumeCheckpoint": "lightning_hpo.checkpointing",
     "ConfigError": "lightning_hpo.errors",
-    "DATAMODULES": "lightning_hpo.data",
-    "DigitsDataModule": "lightning_hpo.data",
-    "FashionMNISTDataModule": "lightning_hpo.data",
-    "build_datamodule": "lightning_hpo.data",
-    "TensorBatches": "lightning_hpo.tensor_data",
-    "TensorDataModule": "lightning_hpo.tensor_data",
-    "MODELS": "lightning_hpo.models",
-    "DropoutMLP": "lightning_hpo.models",
-    "LeNet": "lightning_hpo.models",
-    "build_model": "lightning_hpo.models",
+    "DATAMODULES": "lightning_hpo.builtin.data",
+    "DigitsDataModule": "lightning_hpo.builtin.data",
+    "FashionMNISTDataModule": "lightning_hpo.builtin.data",
+    "build_datamodule": "lightning_hpo.builtin.data",
+    "TensorBatches": "lightning_hpo.builtin.tensor_data",
+    "TensorDataModule": "lightning_hpo.builtin.tensor_data",
+    "MODELS": "lightning_hpo.builtin.models",
+    "DropoutMLP": "lightning_hpo.builtin.models",
+    "LeNet": "lightning_hpo.builtin.models",
+    "build_model": "lightning_hpo.builtin.models",
     "DistributedStudy": "lightning_hpo.distributed",
     "create_study": "lightning_hpo.distributed",
     "load_study": "lightning_hpo.distributed",
     "is_follower": "lightning_hpo.distributed",
     "LeaderError": "lightning_hpo.distributed",
-    "rung_levels": "lightning_hpo.rungs",
+    "rung_levels": "lightning_hpo.pruners.rungs",
     "hypervolume": "lightning_hpo.pareto",
     "nondominated_fronts": "lightning_hpo.pareto",
     "pareto_order": "lightning_hpo.pareto",
-    "successive_halving_plan": "lightning_hpo.rungs",
+    "successive_halving_plan": "lightning_hpo.pruners.rungs",
 }
 
 
@@ -123,7 +123,7 @@ def test_public_names_are_imported_on_first_use() -> None:
     """``import lightning_hpo`` imports none of the heavy modules; the first use imports one."""
     code = (
         "import sys, lightning_hpo as hpo\n"
-        "heavy = ('torch', 'lightning', 'optuna', 'lightning_hpo.pruners')\n"
+        "heavy = ('torch', 'lightning', 'optuna', 'lightning_hpo.pruners._asha')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "hpo.rung_levels\n"
         "print(sorted(m for m in heavy if m in sys.modules), 'rung_levels' in vars(hpo))\n"
@@ -133,7 +133,7 @@ def test_public_names_are_imported_on_first_use() -> None:
 
 def test_pure_modules_do_not_import_torch() -> None:
     code = (
-        "import lightning_hpo.rungs, lightning_hpo.errors, lightning_hpo.schema, sys\n"
+        "import lightning_hpo.pruners.rungs, lightning_hpo.errors, lightning_hpo.schema, sys\n"
         "print(sorted(m for m in ('torch', 'lightning', 'optuna') if m in sys.modules))"
     )
     assert _run(code) == "[]"

@@ -33,11 +33,10 @@ from optuna.trial import TrialState
 import lightning_hpo
 from lightning_hpo import ASHAPruner, HyperbandPruner
 from lightning_hpo._optuna import storage_of, trial_id_of
-from lightning_hpo._rung_store import rung_records
-from lightning_hpo._rung_vectors import open_vector_store
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.config import load_config
 from lightning_hpo.proxy import serve
+from lightning_hpo.pruners import open_vector_store, rung_records
 from lightning_hpo.schema import ATTR, with_objective_values
 from lightning_hpo.storage import StorageSpec, open_storage
 
@@ -149,7 +148,7 @@ def test_the_launcher_queues_its_budget_through_the_proxy_in_one_call(
     """The proxy writes the queue in one transaction (``Enqueue``): no trial is created one by
     one through Optuna's half; a proxy without the call (an older one) gets them one by one."""
     from lightning_hpo.launch.config import parse_config
-    from lightning_hpo.launch.study import open_study
+    from lightning_hpo.launch.study.creation import open_study
     from lightning_hpo.storage._proxy_client import ProxyClient, ProxyStorage
 
     def cfg(n_trials: int) -> Any:

@@ -27,10 +27,15 @@ from conftest import StorageSpec
 from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import TrialState
 
-from lightning_hpo import rungs
 from lightning_hpo._optuna import backend_of, storage_of, study_id_of
-from lightning_hpo._rung_store import RungRecord, rung_records
-from lightning_hpo.pruners import ASHAPruner, HyperbandPruner, asha_continues
+from lightning_hpo.pruners import (
+    ASHAPruner,
+    HyperbandPruner,
+    RungRecord,
+    asha_continues,
+    rung_records,
+    rungs,
+)
 from lightning_hpo.schema import BRACKET_ATTR, PRUNER_ATTR
 from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
@@ -528,7 +533,7 @@ def test_other_settings_replace_the_stored_ones_with_a_warning(
     _trial(_study(storage, asha, name="changed"), "minimize", [(1, 1.0)])
     other = optuna.load_study(study_name="changed", storage=storage.make(),
                               pruner=HyperbandPruner(1, 27, 3))
-    with caplog.at_level(logging.WARNING, logger="lightning_hpo.pruners"):
+    with caplog.at_level(logging.WARNING, logger="lightning_hpo.pruners._asha"):
         _trial(other, "minimize", [(2, 1.0)])
     assert _stored_settings(storage, "changed") == _SETTINGS["hyperband"][1]
     assert "was pruned with other settings" in caplog.text
@@ -791,7 +796,7 @@ class _ChangingAttrs(dict):
 
 @pytest.mark.parametrize("failures", [1, 3, 100], ids=["once", "thrice", "always"])
 def test_attr_index_reads_again_when_the_dict_changes_during_the_scan(failures: int) -> None:
-    from lightning_hpo._rung_store import _SCAN_ATTEMPTS, _AttrRungStore
+    from lightning_hpo.pruners._store import _SCAN_ATTEMPTS, _AttrRungStore
 
     budget = [0]
 
@@ -819,7 +824,7 @@ def test_a_storage_of_unknown_order_is_read_in_full(
     monkeypatch: pytest.MonkeyPatch, direction: str
 ) -> None:
     # A third-party storage (here: declared not to append) gets exact counts in any order.
-    import lightning_hpo._rung_store as rung_store
+    import lightning_hpo.pruners._store as rung_store
 
     monkeypatch.setattr(rung_store, "appends_study_system_attrs", lambda storage: False)
     study = optuna.create_study(
@@ -831,7 +836,7 @@ def test_a_storage_of_unknown_order_is_read_in_full(
 
 
 def test_a_new_handle_reads_many_records_at_once(storage: StorageSpec) -> None:
-    from lightning_hpo._rung_store import open_rung_store
+    from lightning_hpo.pruners import open_rung_store
 
     study = _study(storage, _asha_2_10(), name="bulk")
     values = [float(v) for v in range(100)]

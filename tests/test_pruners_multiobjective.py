@@ -26,10 +26,8 @@ from conftest import StorageSpec
 from optuna.trial import TrialState
 
 from lightning_hpo._optuna import storage_of, study_id_of, trial_id_of
-from lightning_hpo._rung_store import rung_records
-from lightning_hpo._rung_vectors import open_vector_store
 from lightning_hpo.pareto import pareto_order
-from lightning_hpo.pruners import ASHAPruner, HyperbandPruner
+from lightning_hpo.pruners import ASHAPruner, HyperbandPruner, open_vector_store, rung_records
 from lightning_hpo.schema import ATTR, BRACKET_ATTR, RUNG_VECTOR_ATTR_PREFIX, with_objective_values
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,4 +1,4 @@
-"""``lightning_hpo.launch._quiet``: the launcher's config checks build real Trainers without
+"""``lightning_hpo.launch.checks.quiet``: the launcher's config checks build real Trainers without
 Lightning's per-Trainer lines, and without its hint to prepend ``srun`` where ``srun`` exists
 (``--check`` of a LightningCLI project printed it on a SLURM login node)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import lightning as L
 import pytest
 
-from lightning_hpo.launch._quiet import quiet_lightning
+from lightning_hpo.launch.checks.quiet import quiet_lightning
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from _support import FINISHED, INITIAL, config_file, env, finish, launch, popen,
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.config import load_config
-from lightning_hpo.launch.worker import replay
+from lightning_hpo.launch.worker.training import replay
 from lightning_hpo.schema import ATTR
 
 pytestmark = pytest.mark.slow

@@ -360,8 +360,8 @@ def test_the_launchers_last_line_of_a_study_of_several_objectives_lists_its_fron
 
     cfg = parse_config({
         "study": "mo", "storage": str(tmp_path / "mo.journal"), "run_dir": str(tmp_path),
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
         "metric": ["validation_error", "parameters"], "direction": ["minimize", "minimize"],
         "space": {"model.init_args.lr": {"loguniform": [0.01, 1.0]}},
         "stop": {"n_trials": 3}, "trainer": {"max_epochs": 2},

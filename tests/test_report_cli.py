@@ -27,7 +27,7 @@ from _report_support import (
 from matplotlib.figure import Figure
 from optuna.trial import TrialState
 
-from lightning_hpo._rung_store import rung_records
+from lightning_hpo.pruners import rung_records
 from lightning_hpo.report import curves_frame, load, load_ref, plot_rungs, rungs_frame, study_info
 from lightning_hpo.report.__main__ import main
 from lightning_hpo.schema import ATTR

@@ -14,8 +14,8 @@ import pytest
 from _report_support import EPOCH_S, PNGS, SCENARIO, SETUP_S, T0, _png_shape
 from matplotlib.figure import Figure
 
-from lightning_hpo._rung_store import rung_records
 from lightning_hpo.errors import ConfigError
+from lightning_hpo.pruners import rung_records
 from lightning_hpo.report import write_report
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).

@@ -26,8 +26,8 @@ from _report_support import (
 from optuna.trial import TrialState
 
 from lightning_hpo._optuna import storage_of, study_id_of
-from lightning_hpo._rung_store import rung_records
-from lightning_hpo.pruners import HyperbandPruner
+from lightning_hpo.pruners import HyperbandPruner, rung_records
+from lightning_hpo.pruners.rungs import bracket_of, trial_allocation_budgets
 from lightning_hpo.report import (
     curves_frame,
     limitations,
@@ -36,7 +36,6 @@ from lightning_hpo.report import (
     study_info,
     trials_frame,
 )
-from lightning_hpo.rungs import bracket_of, trial_allocation_budgets
 from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import open_storage
 

@@ -29,9 +29,9 @@ from _report_support import (
 from optuna.trial import TrialState
 
 from lightning_hpo._optuna import storage_of, study_id_of
-from lightning_hpo._rung_vectors import VectorRungStore
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.pareto import reference_point
+from lightning_hpo.pruners import VectorRungStore
 from lightning_hpo.report import (
     Comparison,
     StudySnapshot,

@@ -17,9 +17,9 @@ journal = _report_support.journal
 REPORT_DIR = Path(__file__).resolve().parents[1] / "lightning_hpo" / "report"
 #: What the report may import of the package: the storage side only, and the pure helpers
 #: (rung arithmetic, Pareto fronts and hypervolume).
-STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo._rung_store",
-                "lightning_hpo._rung_vectors", "lightning_hpo.errors", "lightning_hpo.pareto",
-                "lightning_hpo.rungs", "lightning_hpo.schema", "lightning_hpo.storage",
+STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo.pruners._store",
+                "lightning_hpo.pruners._vectors", "lightning_hpo.errors", "lightning_hpo.pareto",
+                "lightning_hpo.pruners.rungs", "lightning_hpo.schema", "lightning_hpo.storage",
                 "lightning_hpo._lazy",  # names imported on first use (no I/O)
                 "lightning_hpo._cli"}  # the CLI tools' argument parser (refusals in one line)
 
@@ -73,8 +73,7 @@ def test_report_loads_no_launcher_pruner_config_or_torch(journal: str, tmp_path:
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = set(out.stdout.split("\n")[-2].split())
-    assert "lightning_hpo.report.tables" in loaded and "lightning_hpo._rung_store" in loaded
-    assert not {m for m in loaded if m.startswith(("lightning_hpo.launch.config",
-                                                   "lightning_hpo.launch",
-                                                   "lightning_hpo.pruners", "torch"))}, loaded
+    assert "lightning_hpo.report.tables" in loaded and "lightning_hpo.pruners._store" in loaded
+    assert not {m for m in loaded if m.startswith(("lightning_hpo.launch",
+                                                   "lightning_hpo.pruners._asha", "torch"))}, loaded
     assert (tmp_path / "rep" / "rungs.png").exists()

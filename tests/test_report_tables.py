@@ -27,8 +27,7 @@ from _report_support import (
 )
 from optuna.trial import TrialState
 
-from lightning_hpo._rung_store import rung_records
-from lightning_hpo.pruners import ASHAPruner
+from lightning_hpo.pruners import ASHAPruner, rung_records
 from lightning_hpo.report import (
     RANK_ORDER,
     curves_frame,

@@ -1,4 +1,4 @@
-"""Rung arithmetic (``lightning_hpo.rungs``): pure functions, checked exhaustively.
+"""Rung arithmetic (``lightning_hpo.pruners.rungs``): pure functions, checked exhaustively.
 
 Optuna is imported only where its own ``HyperbandPruner`` bookkeeping is the reference.
 """
@@ -14,8 +14,8 @@ from fractions import Fraction
 
 import pytest
 
-from lightning_hpo import rungs
-from lightning_hpo.rungs import (
+from lightning_hpo.pruners import rungs
+from lightning_hpo.pruners.rungs import (
     bracket_min_resource,
     bracket_of,
     crossed_rungs,
@@ -419,7 +419,7 @@ def test_bracket_of_is_deterministic_across_processes() -> None:
     budgets = trial_allocation_budgets(1, 81, 3)
     here = [bracket_of("lenet-hyperband", number, budgets) for number in range(200)]
     code = (
-        "from lightning_hpo.rungs import bracket_of, trial_allocation_budgets as b;"
+        "from lightning_hpo.pruners.rungs import bracket_of, trial_allocation_budgets as b;"
         "print([bracket_of('lenet-hyperband', i, b(1, 81, 3)) for i in range(200)])"
     )
     env = {"PYTHONHASHSEED": "12345"}  # str hashing differs per process; crc32 must not
@@ -439,10 +439,10 @@ def test_bracket_of_follows_the_budgets() -> None:
 
 
 def test_module_has_no_io_and_no_optuna() -> None:
-    code = "import sys, lightning_hpo.rungs; print('optuna' in sys.modules)"
+    code = "import sys, lightning_hpo.pruners.rungs; print('optuna' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert sorted(rungs.__all__) == sorted(
         name for name in vars(rungs) if callable(getattr(rungs, name)) and not name.startswith("_")
-        and getattr(getattr(rungs, name), "__module__", "") == "lightning_hpo.rungs"
+        and getattr(getattr(rungs, name), "__module__", "") == "lightning_hpo.pruners.rungs"
     )

@@ -32,10 +32,15 @@ from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._optuna import backend_of, claim_waiting_trial, trial_id_of
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.scheduler import Assignment, Scheduler
-from lightning_hpo.launch.study import open_study
-from lightning_hpo.launch.trials import end_trial, hand_back_lost_claims, hand_back_owned
-from lightning_hpo.rungs import bracket_of, hyperband_rounds, round_epochs, successive_halving_plan
+from lightning_hpo.launch.study.creation import open_study
+from lightning_hpo.launch.study.scheduler import Assignment, Scheduler
+from lightning_hpo.launch.study.trials import end_trial, hand_back_lost_claims, hand_back_owned
+from lightning_hpo.pruners.rungs import (
+    bracket_of,
+    hyperband_rounds,
+    round_epochs,
+    successive_halving_plan,
+)
 from lightning_hpo.schedules import PromotionHyperband
 from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner
 from lightning_hpo.storage import open_storage

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from lightning_hpo import rungs
+from lightning_hpo.pruners import rungs
 from lightning_hpo.schedules import (
     Decision,
     Job,

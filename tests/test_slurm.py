@@ -1,5 +1,5 @@
 """Inside a SLURM allocation without a cluster: what SLURM's variables tell the launcher
-(:mod:`lightning_hpo.launch.slurm`, pure), and real launcher runs under the variables a batch
+(:mod:`lightning_hpo.launch.config.slurm`, pure), and real launcher runs under the variables a batch
 step has, where Lightning used to refuse every DDP trial. The runs on a real one-node cluster are
 ``test_slurm_cluster.py``."""
 
@@ -26,7 +26,7 @@ from _support import (
 )
 from optuna.trial import TrialState
 
-from lightning_hpo.launch.slurm import (
+from lightning_hpo.launch.config.slurm import (
     KEPT,
     SlurmJob,
     describe,

@@ -9,7 +9,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch.space import check_in_space, parse_space, suggest, to_yaml
+from lightning_hpo.launch.config.space import check_in_space, parse_space, suggest, to_yaml
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lightning_hpo.launch.spawn import share_priority
+from lightning_hpo.launch.processes.spawn import share_priority
 
 _AUTOGROUPS = Path("/proc/self/autogroup").exists()
 
@@ -19,7 +19,7 @@ _AUTOGROUPS = Path("/proc/self/autogroup").exists()
 _PARENT = """
 import os, subprocess, sys
 from pathlib import Path
-from lightning_hpo.launch.spawn import share_priority
+from lightning_hpo.launch.processes.spawn import share_priority
 nice = os.nice(int(sys.argv[1]))
 child = subprocess.Popen([sys.executable, "-c", "input()"], stdin=subprocess.PIPE,
                          start_new_session=True)

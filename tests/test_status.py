@@ -16,9 +16,9 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from lightning_hpo.launch.config import load_config
-from lightning_hpo.launch.devices import plan_slots
+from lightning_hpo.launch.config.devices import plan_slots
+from lightning_hpo.launch.processes.supervisor import Supervisor, TrialRow
 from lightning_hpo.launch.status import Display, summary
-from lightning_hpo.launch.supervisor import Supervisor, TrialRow
 from lightning_hpo.schema import ATTR
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -1,4 +1,4 @@
-"""The launcher's queue (``lightning_hpo.launch.study``): ``open_study`` queues exactly
+"""The launcher's queue (``lightning_hpo.launch.study.creation``): ``open_study`` queues exactly
 ``stop.n_trials`` trials, in one write, on every storage the launcher opens; an interruption
 while it writes leaves all of the queue or none of it."""
 
@@ -15,7 +15,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.study import open_study
+from lightning_hpo.launch.study.creation import open_study
 from lightning_hpo.storage import open_storage
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)

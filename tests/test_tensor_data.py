@@ -20,10 +20,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.utils.data import DataLoader, DistributedSampler
 
-from lightning_hpo.data import DigitsDataModule, FashionMNISTDataModule
+from lightning_hpo.builtin.data import DigitsDataModule, FashionMNISTDataModule
+from lightning_hpo.builtin.models import LeNet
+from lightning_hpo.builtin.tensor_data import TensorBatches, TensorDataModule, clear_data_cache
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.models import LeNet
-from lightning_hpo.tensor_data import TensorBatches, TensorDataModule, clear_data_cache
 
 
 @pytest.fixture(autouse=True)
@@ -153,7 +153,7 @@ def test_prefetched_data_is_loaded_once_and_its_first_setup_says_when() -> None:
 
 
 def test_the_path_taken_is_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="lightning_hpo.tensor_data"):
+    with caplog.at_level(logging.INFO, logger="lightning_hpo.builtin.tensor_data"):
         _set_up(_Counting(on_device=False, num_workers=0))
     assert caplog.messages == [
         "_Counting: DataLoader over host tensors, 0 worker process(es) (data.on_device is false)"

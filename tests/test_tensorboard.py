@@ -17,7 +17,7 @@ import pytest
 from _support import config_file, launch, study_of
 from optuna.trial import TrialState
 
-from lightning_hpo.launch._tblog import EVENT_FILES, TrialTensorBoardLogger
+from lightning_hpo.launch.worker._tblog import EVENT_FILES, TrialTensorBoardLogger
 from lightning_hpo.schema import ATTR
 
 pytest.importorskip("tensorboard", reason="trainer.logger: tensorboard needs the tensorboard extra")

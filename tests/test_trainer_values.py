@@ -1,4 +1,4 @@
-"""``lightning_hpo.launch.trainer_values``: the Trainer values Lightning's constructor takes and
+"""``launch.config.trainer_values``: the Trainer values Lightning's constructor takes and
 only ``fit`` refuses or misreads, checked pure, key by key. Through a config: test_bad_input.py
 (the registry's ``trainer:``), test_lightning_cli.py (a project's files, inline and searched)."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from lightning_hpo.launch.trainer_values import (
+from lightning_hpo.launch.config.trainer_values import (
     ALLOWED,
     NEEDED,
     batch_count_refusal,

@@ -1,4 +1,4 @@
-"""Trial records after a worker died (:mod:`lightning_hpo.launch.trials`), on an in-memory
+"""Trial records after a worker died (:mod:`lightning_hpo.launch.study.trials`), on an in-memory
 study: what the study says of a trial is what its worker reported, even when the worker could
 not write its segment's end."""
 
@@ -13,7 +13,7 @@ from _support import config_file
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.trials import crashed
+from lightning_hpo.launch.study.trials import crashed
 from lightning_hpo.schema import ATTR, Owner, Pause, ResumePoint, Segment
 
 

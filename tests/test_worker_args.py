@@ -11,11 +11,11 @@ import pytest
 import yaml
 from _support import config_file
 
-from lightning_hpo.launch.changes import LAUNCHER_MODEL_ARGS
+from lightning_hpo.builtin.models import build_model
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.protocol import WorkerSpec
-from lightning_hpo.launch.worker import _constructor_kwargs
-from lightning_hpo.models import build_model
+from lightning_hpo.launch.config.changes import LAUNCHER_MODEL_ARGS
+from lightning_hpo.launch.processes.protocol import WorkerSpec
+from lightning_hpo.launch.worker.training import _constructor_kwargs
 
 SPEC = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=2, launcher_pid=os.getppid(),
                   events_fd=-1, deadline=None)
@@ -46,7 +46,7 @@ def test_the_configs_cuda_graphs_wins(tmp_path: Path, written: bool) -> None:
 def test_a_model_named_by_its_path_gets_only_what_the_config_gives(tmp_path: Path) -> None:
     """A user's class (its own callbacks or hooks may change it during fit) keeps its own
     default: the launcher adds nothing."""
-    model_kwargs, _ = _kwargs(tmp_path, {"name": "lightning_hpo.models:LeNet"})
+    model_kwargs, _ = _kwargs(tmp_path, {"name": "lightning_hpo.builtin.models:LeNet"})
     assert model_kwargs == {"lr": 0.05}
-    hparams = build_model("lightning_hpo.models:LeNet", **model_kwargs).hparams
+    hparams = build_model("lightning_hpo.builtin.models:LeNet", **model_kwargs).hparams
     assert hparams.cuda_graphs is False and hparams.channels_last is False

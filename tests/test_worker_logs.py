@@ -1,4 +1,4 @@
-"""lightning_hpo.launch._worker_logs: each running launcher writes its workers' logs in a folder
+"""``launch.processes._worker_logs``: each running launcher writes its workers' logs in a folder
 no other running launcher writes in (a SLURM array or two machines on one shared run folder)."""
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.launch import _worker_logs
-from lightning_hpo.launch._worker_logs import LOCK_NAME, claim_log_dir, release_log_dir
+from lightning_hpo.launch.processes import _worker_logs
+from lightning_hpo.launch.processes._worker_logs import LOCK_NAME, claim_log_dir, release_log_dir
 
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from lightning_hpo.launch._worker_logs import claim_log_dir
+from lightning_hpo.launch.processes._worker_logs import claim_log_dir
 folder, _ = claim_log_dir(Path(sys.argv[1]))
 print(folder, flush=True)
 time.sleep(300)

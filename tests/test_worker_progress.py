@@ -1,4 +1,4 @@
-"""A trial's per-epoch records as its worker writes them (``launch.worker._Progress``): a real
+"""A trial's per-epoch records as its worker writes them (``launch.worker.Progress``): a real
 ``fit`` of the quickstart's LeNet on a live trial of a journal file, every append of the journal
 watched (the storage itself runs; the watch only records what each append carried).
 
@@ -21,8 +21,8 @@ from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.protocol import EventWriter, WorkerSpec
-from lightning_hpo.launch.worker import FitRange, _Progress, train
+from lightning_hpo.launch.processes.protocol import EventWriter, WorkerSpec
+from lightning_hpo.launch.worker.training import FitRange, Progress, train
 from lightning_hpo.schema import ATTR, ResumePoint
 
 ATTR_OP = 8  # Optuna's journal op code for a trial's user attribute
@@ -51,7 +51,7 @@ def _fit(tmp_path: Path, every: str, epochs: int) -> tuple[_Watched, optuna.tria
     trial = study.ask()
     spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
                       events_fd=-1, deadline=None)
-    progress = _Progress(cfg, trial.number, EventWriter(-1), spec, trial=trial, rungs=(2,))
+    progress = Progress(cfg, trial.number, EventWriter(-1), spec, trial=trial, rungs=(2,))
     backend.appends.clear()
     train(trial, cfg, spec, progress, FitRange(epochs, None))
     return backend, study.get_trials(deepcopy=False)[trial.number]
@@ -98,7 +98,7 @@ def test_a_metric_logged_per_validation_step_only_fails_the_trial_saying_so(
     cfg = parse_config(yaml.safe_load(config_file(tmp_path, metric="val_loss").read_text()))
     spec = WorkerSpec(slot=0, devices=(0,), kind="cpu", threads=1, launcher_pid=os.getppid(),
                       events_fd=-1, deadline=None)
-    progress = _Progress(cfg, 0, EventWriter(-1), spec)
+    progress = Progress(cfg, 0, EventWriter(-1), spec)
     trainer = SimpleNamespace(callback_metrics={"train_loss": 0.5},
                               logged_metrics={"train_loss": 0.5, "val_loss": 0.7})
     with pytest.raises(ConfigError) as info:
@@ -122,7 +122,7 @@ def test_a_checkpoint_ahead_of_the_study_gets_an_end_time_for_every_epoch_it_hol
     checkpoint = tmp_path / "resume.ckpt"
     checkpoint.write_bytes(b"")
     os.utime(checkpoint, (50.0, 50.0))
-    progress = _Progress(cfg, 0, EventWriter(-1), spec)
+    progress = Progress(cfg, 0, EventWriter(-1), spec)
     progress.from_epoch, progress.known, progress.prior_times = 1, [10.0], [10.0]
     progress.on_train_start(SimpleNamespace(current_epoch=2, world_size=1,  # type: ignore[arg-type]
                                             ckpt_path=str(checkpoint)), None)

@@ -18,11 +18,11 @@ from collections.abc import Hashable, Sequence
 
 from torch import Tensor
 
-from lightning_hpo.data import DigitsDataModule
+from lightning_hpo.builtin.data import DigitsDataModule
 
 
 class RepeatedDigits(DigitsDataModule):
-    """:class:`~lightning_hpo.data.DigitsDataModule` whose training split is repeated."""
+    """:class:`~lightning_hpo.builtin.data.DigitsDataModule` whose training split is repeated."""
 
     def __init__(self, batch_size: int = 64, repeat: int = 10, num_workers: int = 0,
                  on_device: bool | str = "auto") -> None:

@@ -37,8 +37,8 @@ from optuna.storages import JournalStorage  # noqa: E402
 from optuna.storages.journal import JournalFileBackend  # noqa: E402
 from optuna_integration import PyTorchLightningPruningCallback  # noqa: E402
 
-from lightning_hpo.data import DigitsDataModule  # noqa: E402
-from lightning_hpo.models import LeNet  # noqa: E402
+from lightning_hpo.builtin.data import DigitsDataModule  # noqa: E402
+from lightning_hpo.builtin.models import LeNet  # noqa: E402
 
 TIMES: list[dict[str, Any]] = []
 

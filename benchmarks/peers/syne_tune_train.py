@@ -30,8 +30,8 @@ import lightning.pytorch as pl  # noqa: E402
 import torch  # noqa: E402
 from syne_tune import Reporter  # noqa: E402
 
-from lightning_hpo.data import DigitsDataModule  # noqa: E402
-from lightning_hpo.models import LeNet  # noqa: E402
+from lightning_hpo.builtin.data import DigitsDataModule  # noqa: E402
+from lightning_hpo.builtin.models import LeNet  # noqa: E402
 
 
 class TimesLog:

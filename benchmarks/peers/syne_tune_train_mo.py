@@ -4,8 +4,8 @@ The trial the launcher runs for ``configs/lenet_error_vs_size.yaml``, written th
 Tune's documentation writes a training script: the hyperparameters ``lr``, ``momentum`` and
 ``width`` (and the config space's constant ``epochs``) arrive as ``--name value`` arguments,
 with ``--st_checkpoint_dir`` added by the backend; after every epoch the script reports
-``validation_error`` and ``parameters`` (what :class:`lightning_hpo.models.LeNet` logs at each
-validation) with the 1-based epoch to ``syne_tune.Reporter``, and the tuner kills it (SIGKILL)
+``validation_error`` and ``parameters`` (what :class:`lightning_hpo.builtin.models.LeNet` logs at
+each validation) with the 1-based epoch to ``syne_tune.Reporter``, and the tuner kills it (SIGKILL)
 when MOASHA says stop. The same model and data as our launcher's trials (``LeNet(lr=,
 momentum=, width=)``, ``DigitsDataModule()`` with its defaults), one torch thread, Lightning's
 default logger and checkpointing in the trial's folder.
@@ -29,8 +29,8 @@ import torch  # noqa: E402
 from syne_tune import Reporter  # noqa: E402
 from syne_tune_train import TimesLog  # noqa: E402
 
-from lightning_hpo.data import DigitsDataModule  # noqa: E402
-from lightning_hpo.models import LeNet  # noqa: E402
+from lightning_hpo.builtin.data import DigitsDataModule  # noqa: E402
+from lightning_hpo.builtin.models import LeNet  # noqa: E402
 
 METRICS = ("validation_error", "parameters")
 

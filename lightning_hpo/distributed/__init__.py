@@ -43,7 +43,8 @@ Example (``examples/ddp_objective.py`` is the runnable version)::
     study.optimize(objective, n_trials=4)   # exactly 4 trials, whatever the number of ranks
 """
 
-from lightning_hpo.distributed._channel import LeaderError
+from lightning_hpo.distributed._channel import LeaderChannel, LeaderError
+from lightning_hpo.distributed._follower import FollowerStudy, LeaderTrial, share_segment
 from lightning_hpo.distributed._study import (
     DistributedStudy,
     create_study,
@@ -53,8 +54,12 @@ from lightning_hpo.distributed._study import (
 
 __all__ = [
     "DistributedStudy",
+    "FollowerStudy",
+    "LeaderChannel",
     "LeaderError",
+    "LeaderTrial",
     "create_study",
     "is_follower",
     "load_study",
+    "share_segment",
 ]

@@ -15,7 +15,7 @@ and exits with code 2, before anything is written to the storage: the config, th
 storage (:meth:`~lightning_hpo.storage.StorageSpec.check`) and the folders (:func:`prepare_folders`)
 are all checked before the study is created or changed.
 
-The command reads the file and starts the workers (:func:`~lightning_hpo.launch.early.
+The command reads the file and starts the workers (:func:`~lightning_hpo.launch.processes.early.
 start_early`) before it imports Optuna or validates anything: they import torch meanwhile. A
 refusal stops them and removes the log folder they were given.
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lightning_hpo._cli import OneLineParser
-from lightning_hpo.launch._exit import fast_exit
+from lightning_hpo.launch.processes.exits import fast_exit
 
 # grpc (a grpc:// storage) logs a TLS handshake's failure on stderr from its C core before the
 # one line the launcher prints for it; its level is read once, when grpc is first imported.
@@ -43,9 +43,9 @@ STOPPED_STARTING = "stopped by SIGINT while starting; no trial had started"
 
 try:  # Ctrl-C in the command's first tenth of a second: the same line, not a traceback
     from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
-    from lightning_hpo.launch.config_file import read_config, resolve_config, shipped_configs
-    from lightning_hpo.launch.early import EarlyWorkers, start_early
-    from lightning_hpo.launch.protocol import INTERRUPTS
+    from lightning_hpo.launch.config.files import read_config, resolve_config, shipped_configs
+    from lightning_hpo.launch.processes.early import EarlyWorkers, start_early
+    from lightning_hpo.launch.processes.protocol import INTERRUPTS
 except KeyboardInterrupt:
     print(STOPPED_STARTING, file=sys.stderr)
     # os._exit, not SystemExit: CPython 3.11 remembers a KeyboardInterrupt raised inside exec()
@@ -53,7 +53,7 @@ except KeyboardInterrupt:
     fast_exit(128 + int(signal.SIGINT))
 
 # The rest (Optuna, rich, the supervisor) is imported in main(), after the workers have started
-# (lightning_hpo.launch.early): a third of a second they spend importing torch meanwhile.
+# (lightning_hpo.launch.processes.early): a third of a second they spend importing torch meanwhile.
 
 EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
 EXIT_WORKER = 1  # the worker checking the config died before it answered

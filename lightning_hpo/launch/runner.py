@@ -37,24 +37,28 @@ from optuna.trial import TrialState
 from rich.console import Console
 
 from lightning_hpo.errors import ConfigError, TrialsFailedError, WorkerError
-from lightning_hpo.launch.changes import Changes
-from lightning_hpo.launch.cli_spec import DEFAULT_CLI, fit_command
+from lightning_hpo.launch.checks import check_against_registry
 from lightning_hpo.launch.config import (
     Config,
     apply_overrides,
-    check_against_registry,
     load_config,
     parse_config,
     resolve_config,
 )
-from lightning_hpo.launch.early import EarlyWorkers
-from lightning_hpo.launch.folders import check_storage_apart, prepare_folders, remove_folders
-from lightning_hpo.launch.slurm import describe, slurm_job, usable_cores
+from lightning_hpo.launch.config.changes import Changes
+from lightning_hpo.launch.config.cli_spec import DEFAULT_CLI, fit_command
+from lightning_hpo.launch.config.slurm import describe, slurm_job, usable_cores
+from lightning_hpo.launch.processes.early import EarlyWorkers
+from lightning_hpo.launch.processes.folders import (
+    check_storage_apart,
+    prepare_folders,
+    remove_folders,
+)
 from lightning_hpo.schema import ATTR, is_paused
 from lightning_hpo.storage import StorageSpec, mask
 
 if TYPE_CHECKING:
-    from lightning_hpo.launch.supervisor import TrialRow
+    from lightning_hpo.launch.processes.supervisor import TrialRow
 
 __all__ = ["Outcome", "all_failed", "launch", "run"]
 
@@ -188,14 +192,15 @@ def launch(
     With ``check`` it prints the plan and writes nothing (an existing study's config is
     compared as a run would, on a journal file or a gRPC proxy: :func:`_changes_to_check`).
     Resuming, it says in one line what the config changes that the study goes on with
-    (:meth:`~lightning_hpo.launch.changes.Changes.line`); a change it cannot go on with is a
+    (:meth:`~lightning_hpo.launch.config.changes.Changes.line`); a change it cannot go on with is a
     ``ConfigError`` before anything is written.
 
     ``started`` (unix seconds, default: now) is when the command started: the budget's
     ``stop.max_wallclock_time`` and the summary's time count from it. ``early`` are the workers
-    the command started before it validated the config (:func:`~lightning_hpo.launch.early.
-    start_early`): the supervisor takes them over when they fit the run, else they are stopped
-    and it starts its own; the caller still calls their ``abort()`` when this raises (a no-op
+    the command started before it validated the config
+    (:func:`~lightning_hpo.launch.processes.early. start_early`): the supervisor takes them over
+    when they fit the run, else they are stopped and it starts its own; the caller still calls
+    their ``abort()`` when this raises (a no-op
     once they were taken over).
 
     Raises:
@@ -203,7 +208,7 @@ def launch(
         WorkerError: the worker checking the config died before it answered.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    from lightning_hpo.launch.devices import detect_devices, machine_memory, plan_slots
+    from lightning_hpo.launch.config.devices import detect_devices, machine_memory, plan_slots
 
     kind, n_devices = detect_devices(cfg.devices.accelerator, cfg.devices.count)
     slots = plan_slots(n_devices, cfg.devices.per_trial, cfg.devices.trials_per_device,
@@ -235,7 +240,7 @@ def launch(
                           "SQL database (opening Optuna's tables there may write); a run "
                           "compares it before it writes anything.")
         return Outcome(None, "checked")
-    from lightning_hpo.launch.supervisor import Supervisor
+    from lightning_hpo.launch.processes.supervisor import Supervisor
 
     # The workers start now (or started before the config was parsed: early) and import torch
     # and Lightning; the first one done checks the config against the real classes, and the
@@ -248,8 +253,8 @@ def launch(
                 early.abort()
             sup.start_held(check=True)
         from lightning_hpo.launch.status import Display, summary  # meanwhile (0.15 s)
-        from lightning_hpo.launch.study import config_changes, open_study, study_lock
-        from lightning_hpo.launch.trials import recover_stale_trials
+        from lightning_hpo.launch.study.creation import config_changes, open_study, study_lock
+        from lightning_hpo.launch.study.trials import recover_stale_trials
 
         for note in sup.await_check():  # what the launcher replaces in a project's config
             console.print(note)
@@ -294,7 +299,7 @@ def all_failed(rows: Mapping[int, TrialRow]) -> str | None:
 
     Example::
 
-        >>> from lightning_hpo.launch.supervisor import TrialRow
+        >>> from lightning_hpo.launch.processes.supervisor import TrialRow
         >>> row = TrialRow(3, slot=0, device="cpu:0", state="FAIL", reason="ValueError: bad")
         >>> all_failed({3: row})
         'every trial of this run failed (1 of 1); the first, trial 3: ValueError: bad'
@@ -345,7 +350,7 @@ def _changes_to_check(cfg: Config, spec: StorageSpec, found: str) -> Changes | N
     """
     if spec.kind not in ("journal", "grpc") or found.startswith("new "):
         return None
-    from lightning_hpo.launch.study import existing_changes
+    from lightning_hpo.launch.study.creation import existing_changes
 
     return existing_changes(cfg, spec.open(create=False))
 

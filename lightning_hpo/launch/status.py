@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from lightning_hpo.launch.config import Config
-from lightning_hpo.launch.supervisor import Supervisor, TrialRow
+from lightning_hpo.launch.processes.supervisor import Supervisor, TrialRow
 from lightning_hpo.pareto import nondominated_fronts, pareto_order
 from lightning_hpo.report.snapshot import StudySnapshot, TrialRecord
 from lightning_hpo.schema import ATTR, is_paused
@@ -340,7 +340,7 @@ _FRONT_SHOWN = 5
 
 def _has_tensorboard_runs(study_dir: Path) -> bool:
     """Whether a trial wrote a TensorBoard run (a LightningCLI project's own logger replaces
-    the launcher's, see :func:`lightning_hpo.launch.project.build_trial`)."""
+    the launcher's, see :func:`lightning_hpo.launch.checks.project.build_trial`)."""
     return any(True for _ in study_dir.glob("trial_*/**/events.out.tfevents.*"))
 
 

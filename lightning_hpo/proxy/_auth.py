@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.storage._proxy_auth import TOKEN_HEADER, check_private, read_token_file
+from lightning_hpo.storage import TOKEN_HEADER, check_private, read_token_file
 
 __all__ = ["MIN_TOKEN_LENGTH", "TokenInterceptor", "is_loopback", "server_credentials",
            "server_token"]

@@ -18,10 +18,19 @@ from typing import Any
 from optuna.storages import BaseStorage, RDBStorage
 
 from lightning_hpo._optuna import claim_waiting_trial_id, enqueue_trials, unwrap_storage
-from lightning_hpo._rung_store import rung_store_of
-from lightning_hpo.storage import StorageSpec, mask_text
-from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
-from lightning_hpo.storage._proxy_client import PROTOCOL, SERVICE, decode, encode
+from lightning_hpo.pruners import rung_store_of
+from lightning_hpo.storage import (
+    LOCKING_DIALECTS,
+    PROTOCOL,
+    SERVICE,
+    StorageSpec,
+    decode,
+    encode,
+    file_lock,
+    lock_key,
+    mask_text,
+    sql_lock,
+)
 
 __all__ = ["ProxyService"]
 

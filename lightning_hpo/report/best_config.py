@@ -1,6 +1,6 @@
 """The best trial's ``config.yaml``: what ``python main.py fit --config`` takes to retrain it.
 
-Each trial of a LightningCLI project (:mod:`lightning_hpo.launch.project`) writes its fully
+Each trial of a LightningCLI project (:mod:`lightning_hpo.launch.checks.project`) writes its fully
 resolved ``fit`` config into its folder (the study's ``log_dir`` attribute of the trial). The
 launcher copies the best one to ``run_dir/<study>/best_config.yaml`` when a run ends;
 ``python -m lightning_hpo.report --best-config PATH`` writes it for any such study, and

@@ -40,7 +40,7 @@ import optuna
 
 from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.pareto import directions_minimize
-from lightning_hpo.rungs import bracket_of, rung_levels
+from lightning_hpo.pruners.rungs import bracket_of, rung_levels
 from lightning_hpo.schema import CONFIG_ATTR, PRUNER_ATTR, RESOURCE_ATTR
 
 __all__ = ["Direction", "StudyInfo", "study_info"]

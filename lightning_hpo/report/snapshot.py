@@ -54,10 +54,9 @@ from typing import Any, Literal, TypeAlias
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from lightning_hpo._rung_store import RungRecord, rung_records
-from lightning_hpo._rung_vectors import VectorRecord, open_vector_store
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.pareto import is_finite_point, reference_point
+from lightning_hpo.pruners import RungRecord, VectorRecord, open_vector_store, rung_records
 from lightning_hpo.report.fronts import TrialFronts, trial_fronts
 from lightning_hpo.report.info import StudyInfo, study_info
 from lightning_hpo.schema import (
@@ -426,11 +425,11 @@ class StudySnapshot:
         counts: trials by state name, WAITING included.
         horizon: unix s, the latest time the study recorded (a start, an end, an epoch end);
             the time of reading when it recorded none.
-        records: the pruner's rung records (:func:`lightning_hpo._rung_store.rung_records`),
+        records: the pruner's rung records (:func:`lightning_hpo.pruners.rung_records`),
             empty for a study without our pruner, and with several objectives.
         vector_records: with several objectives, the pruner's rung records
             ``(bracket, rung, trial_number, values)``
-            (:meth:`lightning_hpo._rung_vectors.VectorRungStore.records`); else empty.
+            (:meth:`lightning_hpo.pruners.VectorRungStore.records`); else empty.
 
     Example::
 

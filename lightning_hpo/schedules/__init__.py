@@ -19,7 +19,8 @@ wall-clock budget, Ctrl-C or a crash), lowest trial number first, to that target
 rung put NaN and infinite values last and break ties by the lower trial number; with several
 objectives (``minimize`` a tuple, values tuples) they are Pareto fronts, an epsilon-net within
 each (:func:`lightning_hpo.pareto.pareto_order`), multi-objective ASHA. Epochs are counted
-from 1, as the intermediate values' steps; rungs and rounds come from :mod:`lightning_hpo.rungs`.
+from 1, as the intermediate values' steps; rungs and rounds come from
+:mod:`lightning_hpo.pruners.rungs`.
 
 One module per family: ``_base`` (the types every schedule shares), ``_stop``, ``_synchronous``
 and ``_promotion``.

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from lightning_hpo import rungs
 from lightning_hpo.errors import argument_int
-from lightning_hpo.pareto import _dominates, is_finite_point, pareto_order
+from lightning_hpo.pareto import dominates_unchecked, is_finite_point, pareto_order
+from lightning_hpo.pruners import rungs
 
 __all__ = [
     "FINISHED",
@@ -325,7 +325,7 @@ def above_for_ever(values: Mapping[int, Value | None], number: int, minimize: Mi
         return len(points) - 1
     return sum(1 for other, point in points.items()
                if other != number and is_finite_point(point)
-               and _dominates(point, points[number], minimize))
+               and dominates_unchecked(point, points[number], minimize))
 
 
 def _points(values: Mapping[int, Value | None], size: int) -> dict[int, tuple[float, ...]]:

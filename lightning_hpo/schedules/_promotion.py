@@ -14,9 +14,9 @@ from bisect import bisect_right
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from lightning_hpo import rungs
 from lightning_hpo.errors import argument_bool, argument_int
 from lightning_hpo.pareto import is_finite_point
+from lightning_hpo.pruners import rungs
 from lightning_hpo.schedules._base import (
     Decision,
     Job,
@@ -381,8 +381,8 @@ class PromotionHyperband(_Promotion):
 
     Bracket ``b`` (``0 <= b < floor(log_eta(max_resource / min_resource)) + 1``) starts at
     ``min_resource * reduction_factor**b`` epochs; a new trial's bracket is
-    :func:`lightning_hpo.rungs.bracket_of` of the study name and its number with
-    :func:`~lightning_hpo.rungs.trial_allocation_budgets`, exactly as
+    :func:`lightning_hpo.pruners.rungs.bracket_of` of the study name and its number with
+    :func:`~lightning_hpo.pruners.rungs.trial_allocation_budgets`, exactly as
     :class:`~lightning_hpo.pruners.HyperbandPruner` assigns it, and comes back as the start job's
     ``group``. A trial's ``group`` is its bracket (computed the same way when ``None``). A free
     slot looks for a promotion across brackets, highest rung level first (the lower bracket

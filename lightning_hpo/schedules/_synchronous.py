@@ -1,8 +1,9 @@
 """Synchronous successive halving and Hyperband in rounds, the textbook scheduler.
 
 Jamieson and Talwalkar, AISTATS 2016; brackets as in Li et al., "Hyperband", JMLR 2018. Each
-round's plan is :func:`lightning_hpo.rungs.successive_halving_plan` (Hyperband's rounds:
-:func:`lightning_hpo.rungs.hyperband_rounds`); the schedule walks a round's rungs and decides who
+round's plan is :func:`lightning_hpo.pruners.rungs.successive_halving_plan` (Hyperband's rounds:
+:func:`lightning_hpo.pruners.rungs.hyperband_rounds`); the schedule walks a round's rungs and
+decides who
 goes on once a rung is full. With ``finish_best`` (the default) a last round cut short by the
 tickets still trains its best to ``max_resource`` when no trial of the study has reached it.
 """
@@ -13,8 +14,8 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from lightning_hpo import rungs
 from lightning_hpo.errors import argument_bool, argument_int
+from lightning_hpo.pruners import rungs
 from lightning_hpo.schedules._base import (
     FINISHED,
     Decision,

@@ -29,7 +29,25 @@ cross-process study locks (``_locks``), the client of our service on the gRPC pr
 :mod:`lightning_hpo.proxy`.
 """
 
-from lightning_hpo.storage._proxy_auth import TLS_CA_ENV, TOKEN_ENV, TOKEN_FILE_ENV
+from lightning_hpo.storage._journal_lock import break_lock_of
+from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
+from lightning_hpo.storage._proxy_auth import (
+    TLS_CA_ENV,
+    TOKEN_ENV,
+    TOKEN_FILE_ENV,
+    TOKEN_HEADER,
+    check_private,
+    read_token_file,
+)
+from lightning_hpo.storage._proxy_client import (
+    PROTOCOL,
+    SERVICE,
+    ProxyClient,
+    decode,
+    encode,
+    is_proxy,
+    proxy_client,
+)
 from lightning_hpo.storage._spec import (
     DEFAULT_PROXY_PORT,
     StorageSpec,
@@ -42,13 +60,28 @@ from lightning_hpo.storage._spec import (
 
 __all__ = [
     "DEFAULT_PROXY_PORT",
+    "LOCKING_DIALECTS",
+    "PROTOCOL",
+    "SERVICE",
     "TLS_CA_ENV",
     "TOKEN_ENV",
     "TOKEN_FILE_ENV",
+    "TOKEN_HEADER",
+    "ProxyClient",
     "StorageSpec",
+    "break_lock_of",
+    "check_private",
     "check_storage",
+    "decode",
+    "encode",
+    "file_lock",
+    "is_proxy",
+    "lock_key",
     "mask",
     "mask_text",
     "open_storage",
+    "proxy_client",
+    "read_token_file",
+    "sql_lock",
     "storage_outage",
 ]

@@ -1,0 +1,112 @@
+"""The launcher's config: the file, its grammar and what a later run may change (no torch).
+
+A config is a small YAML file (``configs/quickstart.yaml``)::
+
+    study: quickstart                   # Optuna study name (letters, digits, . _ -)
+    storage: runs/quickstart.journal    # journal file path, or any Optuna RDB URL
+    model: {name: lenet}                # registry name or "package.module:Class", + fixed args
+    data: {name: digits}                # registry name, + fixed args
+    metric: validation_error
+    direction: minimize
+    space:
+      lr: {loguniform: [0.01, 1.0]}
+      batch_size: {randint: [32, 256]}
+    pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
+    devices: {per_trial: 1, trials_per_device: 1}
+    stop: {n_trials: 20, max_wallclock_time: 600}
+
+The folder, from the bottom up:
+
+* :mod:`~lightning_hpo.launch.config.files`: finding a config (a path or a shipped name,
+  :data:`CONFIG_DIR`), reading its YAML, ``--set key.sub=value`` overrides;
+* :mod:`~lightning_hpo.launch.config.space`: the search-space grammar;
+* :mod:`~lightning_hpo.launch.config.cli_spec`: a LightningCLI project's config (``cli``,
+  ``config``, dotted keys);
+* :mod:`~lightning_hpo.launch.config.trainer_values`: which Trainer arguments the launcher owns;
+* :mod:`~lightning_hpo.launch.config.devices` and :mod:`~lightning_hpo.launch.config.slurm`:
+  the ``devices`` section and the slots it plans on this machine or SLURM allocation;
+* ``_spec`` (:class:`Config` and its sections) and ``_parse`` (:func:`parse_config`, field by
+  field): every problem a :class:`~lightning_hpo.errors.ConfigError` naming the field;
+* :mod:`~lightning_hpo.launch.config.changes`: what an existing study's config may change.
+
+Checks that build the user's classes are in :mod:`lightning_hpo.launch.checks`. Relative paths
+in a config (``storage``, ``run_dir``, ``data.root``) are relative to the current folder.
+
+Example::
+
+    >>> cfg = load_config("quickstart", ["stop.n_trials=5"])
+    >>> cfg.study, cfg.stop.n_trials, cfg.storage
+    ('quickstart', 5, 'runs/quickstart.journal')
+"""
+
+from lightning_hpo.launch.config._parse import (
+    MAX_SEED,
+    TOP_LEVEL,
+    default_logger,
+    load_config,
+    parse_config,
+    pause_levels,
+    range_end,
+    sampler_class,
+    sampler_kwargs,
+)
+from lightning_hpo.launch.config._spec import (
+    CHECKPOINT_POLICIES,
+    DIRECTIONS,
+    LOGGERS,
+    MAX_N_TRIALS,
+    MODES,
+    PRUNERS,
+    SAMPLERS,
+    TENSORBOARD_INSTALL,
+    TRAINER_KEYS,
+    CheckpointSpec,
+    Config,
+    HeartbeatSpec,
+    PrunerSpec,
+    StopSpec,
+)
+from lightning_hpo.launch.config.devices import DevicesSpec
+from lightning_hpo.launch.config.files import (
+    CONFIG_DIR,
+    DEFAULT_CONFIG,
+    apply_overrides,
+    read_config,
+    read_yaml,
+    resolve_config,
+    shipped_configs,
+)
+
+__all__ = [
+    "CHECKPOINT_POLICIES",
+    "CONFIG_DIR",
+    "DEFAULT_CONFIG",
+    "DIRECTIONS",
+    "LOGGERS",
+    "MAX_N_TRIALS",
+    "MAX_SEED",
+    "MODES",
+    "PRUNERS",
+    "SAMPLERS",
+    "TENSORBOARD_INSTALL",
+    "TOP_LEVEL",
+    "TRAINER_KEYS",
+    "CheckpointSpec",
+    "Config",
+    "DevicesSpec",
+    "HeartbeatSpec",
+    "PrunerSpec",
+    "StopSpec",
+    "apply_overrides",
+    "default_logger",
+    "load_config",
+    "parse_config",
+    "pause_levels",
+    "range_end",
+    "read_config",
+    "read_yaml",
+    "resolve_config",
+    "sampler_class",
+    "sampler_kwargs",
+    "shipped_configs",
+]
