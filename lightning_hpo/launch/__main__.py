@@ -6,6 +6,7 @@ Examples::
     python -m lightning_hpo.launch configs/lenet_ddp.yaml --set stop.n_trials=8
     python -m lightning_hpo.launch random_search --quiet            # a shipped config, by name
     python -m lightning_hpo.launch --list-configs                   # the shipped configs
+    python -m lightning_hpo.launch quickstart --print-config        # every field, resolved
 
 CONFIG is a YAML file or the name of a config shipped with the package
 (:func:`~lightning_hpo.launch.config.resolve_config`), so the commands work from any folder.
@@ -113,6 +114,9 @@ def _parser() -> OneLineParser:
                         help="no live table or per-trial lines: the summary only")
     parser.add_argument("--check", action="store_true",
                         help="validate the config and devices, print the plan, write nothing")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the resolved config as YAML (every field with its default, "
+                        "--set applied, the storage's password masked) and exit")
     parser.add_argument("--list-configs", action="store_true",
                         help="print the shipped configs (name and file, to copy and edit)")
     return parser
@@ -132,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config_file = resolve_config(args.config)
         raw = read_config(config_file, args.overrides)
+        if args.print_config:
+            return _print_config(raw)
         if not args.check:
             early = start_early(raw, started)
         return _run(args, raw, config_file, started, early)
@@ -153,6 +159,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if early is not None:  # not taken over by the supervisor: stopped, its folder removed
             early.abort()
+
+
+def _print_config(raw: dict[str, Any]) -> int:
+    """Print ``raw`` validated and resolved (:func:`~lightning_hpo.launch.config.resolved_config`)
+    as YAML; exit code 0. A refusal raises :class:`~lightning_hpo.errors.ConfigError`."""
+    import yaml
+
+    from lightning_hpo.launch.config import parse_config, resolved_config
+
+    print(yaml.safe_dump(resolved_config(parse_config(raw)), sort_keys=False,
+                         default_flow_style=None, width=100), end="")
+    return 0
 
 
 def _run(args: argparse.Namespace, raw: dict[str, Any], config_file: Path, started: float,

@@ -27,7 +27,9 @@ The folder, from the bottom up:
   the ``devices`` section and the slots it plans on this machine or SLURM allocation;
 * ``_spec`` (:class:`Config` and its sections) and ``_parse`` (:func:`parse_config`, field by
   field): every problem a :class:`~lightning_hpo.errors.ConfigError` naming the field;
-* :mod:`~lightning_hpo.launch.config.changes`: what an existing study's config may change.
+* :mod:`~lightning_hpo.launch.config.changes`: what an existing study's config may change;
+* :mod:`~lightning_hpo.launch.config.resolved`: the config back in its grammar, every field
+  filled in (``--print-config``).
 
 Checks that build the user's classes are in :mod:`lightning_hpo.launch.checks`. Relative paths
 in a config (``storage``, ``run_dir``, ``data.root``) are relative to the current folder.
@@ -76,6 +78,7 @@ from lightning_hpo.launch.config.files import (
     resolve_config,
     shipped_configs,
 )
+from lightning_hpo.launch.config.resolved import resolved_config
 
 __all__ = [
     "CHECKPOINT_POLICIES",
@@ -106,6 +109,7 @@ __all__ = [
     "read_config",
     "read_yaml",
     "resolve_config",
+    "resolved_config",
     "sampler_class",
     "sampler_kwargs",
     "shipped_configs",
