@@ -23,19 +23,19 @@ Example::
     >>> StorageSpec("runs/quickstart.journal").kind
     'journal'
 
-The package holds what every process needs of a storage: the specs (``_spec``), the
+The package holds what every process needs of a storage: the specs (``_spec``), the password
+mask (``_mask``), a journal file's checks (``_journal``) and its lock (``_journal_lock``), the
 cross-process study locks (``_locks``), the client of our service on the gRPC proxy
 (``_proxy_client``) and its token and TLS certificate (``_proxy_auth``); the server side is
 :mod:`lightning_hpo.proxy`.
 """
 
+from lightning_hpo.storage._mask import mask, mask_text
 from lightning_hpo.storage._proxy_auth import TLS_CA_ENV, TOKEN_ENV, TOKEN_FILE_ENV
 from lightning_hpo.storage._spec import (
     DEFAULT_PROXY_PORT,
     StorageSpec,
     check_storage,
-    mask,
-    mask_text,
     open_storage,
     storage_outage,
 )
