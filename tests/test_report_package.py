@@ -42,9 +42,9 @@ def _package_imports(path: Path) -> list[tuple[str, str | None]]:
 
 
 def test_report_imports_only_the_storage_side_and_no_private_name() -> None:
-    files = sorted(REPORT_DIR.glob("*.py"))
-    assert {"__init__.py", "__main__.py", "plots.py", "snapshot.py", "tables.py"} <= {
-        f.name for f in files}
+    files = sorted(REPORT_DIR.rglob("*.py"))
+    assert {"__init__.py", "__main__.py", "plots/__init__.py", "snapshot.py", "tables.py"} <= {
+        f.relative_to(REPORT_DIR).as_posix() for f in files}
     wrong, private = [], []
     for path in files:
         imports = _package_imports(path)

@@ -33,7 +33,7 @@ from lightning_hpo.report import (
     trials_frame,
 )
 from lightning_hpo.report.__main__ import main
-from lightning_hpo.report.tables import _Spending
+from lightning_hpo.report._spending import Spending
 from lightning_hpo.schema import RESOURCE_ATTR
 
 #: Rungs at 2, 4 and 8 optimizer steps; each trial validates every 2 steps up to 8.
@@ -169,7 +169,7 @@ def test_compute_by_steps_counts_each_report_not_each_step() -> None:
     spent = incumbent_frame(snap)
     assert spent["epochs_spent"].tolist() == [25_000, 50_000, 75_000, 100_000, 100_000,
                                               125_000, 150_000, 175_000, 200_000, 200_000]
-    assert _Spending(snap.trials, snap.horizon, by_step=True)._epoch_ends.size == 8
+    assert Spending(snap.trials, snap.horizon, by_step=True)._epoch_ends.size == 8
 
 
 def test_a_study_by_steps_does_not_compare_with_one_by_epochs(

@@ -62,9 +62,10 @@ frames and return a matplotlib ``Figure`` (Agg canvas, no display needed).
 The modules, one concern each, in the order they build on each other: :mod:`.opening` (a study
 from a storage spec), :mod:`.info` (what the study is: metric(s), direction(s), the pruner's
 rungs), :mod:`.fronts` (several objectives: Pareto fronts and hypervolume, pure),
-:mod:`.snapshot` (the trials read once), :mod:`.tables` (the DataFrames), :mod:`.summary`
-(counts, best values, what cannot be drawn), :mod:`.comparison`, :mod:`.plots` and
-:mod:`.files` (CSV and PNG files). They read the study through :mod:`lightning_hpo.storage`,
+:mod:`.snapshot` (the trials read once), :mod:`.tables` (the DataFrames; ``_spending``: the
+compute spent so far), :mod:`.summary` (counts, best values, what cannot be drawn),
+:mod:`.comparison`, :mod:`.plots` (one figure per module) and :mod:`.files` (CSV and PNG
+files). They read the study through :mod:`lightning_hpo.storage`,
 :mod:`lightning_hpo.schema` and the rung records only, and rank several objectives with the
 pure :mod:`lightning_hpo.pareto`: nothing of the launcher or the pruners.
 

@@ -23,7 +23,8 @@ Example::
     >>> StorageSpec("runs/quickstart.journal").kind
     'journal'
 
-The package holds what every process needs of a storage: the specs (``_spec``), the
+The package holds what every process needs of a storage: the specs (``_spec``), the password
+mask (``_mask``), a journal file's checks (``_journal``) and its lock (``_journal_lock``), the
 cross-process study locks (``_locks``), the client of our service on the gRPC proxy
 (``_proxy_client``) and its token and TLS certificate (``_proxy_auth``); the server side is
 :mod:`lightning_hpo.proxy`.
@@ -31,6 +32,7 @@ cross-process study locks (``_locks``), the client of our service on the gRPC pr
 
 from lightning_hpo.storage._journal_lock import break_lock_of
 from lightning_hpo.storage._locks import LOCKING_DIALECTS, file_lock, lock_key, sql_lock
+from lightning_hpo.storage._mask import mask, mask_text
 from lightning_hpo.storage._proxy_auth import (
     TLS_CA_ENV,
     TOKEN_ENV,
@@ -52,8 +54,6 @@ from lightning_hpo.storage._spec import (
     DEFAULT_PROXY_PORT,
     StorageSpec,
     check_storage,
-    mask,
-    mask_text,
     open_storage,
     storage_outage,
 )

@@ -1,25 +1,23 @@
-"""What a storage spec is: :class:`StorageSpec`, its checks and its opening, and the password
-mask (the package docstring, :mod:`lightning_hpo.storage`, explains specs)."""
+"""What a storage spec is: :class:`StorageSpec`, its checks and its opening (the package
+docstring, :mod:`lightning_hpo.storage`, explains specs). A journal file's own checks are in
+``_journal``, the password mask in ``_mask``."""
 
 from __future__ import annotations
 
-import json
-import logging
 import os
-import re
 import sqlite3
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 import optuna
-from optuna.storages import BaseStorage, JournalStorage
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages import BaseStorage
 
 from lightning_hpo.errors import ConfigError
-from lightning_hpo.storage._journal_lock import OwnedJournalLock, break_abandoned_lock
+from lightning_hpo.storage._journal import check_first_record, open_journal
+from lightning_hpo.storage._mask import mask, mask_text
 from lightning_hpo.storage._proxy_client import (
     PROXY_OPTIONS,
     TOKEN_ENV,
@@ -28,56 +26,7 @@ from lightning_hpo.storage._proxy_client import (
     ProxyStorage,
 )
 
-__all__ = [
-    "StorageSpec", "check_storage", "mask", "mask_text", "open_storage", "storage_outage",
-]
-
-_logger = logging.getLogger(__name__)
-
-# A URL's password: everything between ``user:`` and the last ``@`` before the host (a password
-# written unencoded may hold ``@`` or a space).
-_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*:)"
-                       r"(?P<secret>[^/?#]*?)(?=@[^@/?#\s]*(?:[/?#\s]|$))")
-# A secret in a URL's query: a proxy's token (refused in a grpc:// spec), a database driver's
-# password options (libpq's password and sslpassword); masked wherever one is printed.
-_TOKEN = re.compile(r"(?P<head>[?&](?:token|password|sslpassword|passwd|pwd)=)"
-                    r"(?P<secret>[^&#\s]*)", re.IGNORECASE)
-# The same in free text (an error message), where the URL is followed by more words: the secret
-# ends at a space, and punctuation that closes a clause before one (``...?password=***: no
-# SQLite database at ...``) is the text's, not the secret's.
-_TOKEN_IN_TEXT = re.compile(r"(?P<head>[?&](?:token|password|sslpassword|passwd|pwd)=)"
-                            r"(?P<secret>[^&#\s]*?)(?=[:;,.!?)\]}'\"]*(?:[&#\s]|$))",
-                            re.IGNORECASE)
-
-
-def mask(spec: str) -> str:
-    """The spec with any password (or ``token=`` in its query) replaced by ``***``; safe to
-    print or log."""
-    return _TOKEN.sub(r"\g<head>***", _PASSWORD.sub(r"\g<head>***", spec))
-
-
-def mask_text(text: str, spec: str) -> str:
-    """Mask ``spec``'s password wherever it appears in ``text`` (e.g. a driver's error message),
-    and any other URL password or ``token=`` in it; the words around each are kept.
-
-    Example::
-
-        >>> spec = "sqlite:///runs/x.db?password=s3cretpw"
-        >>> mask_text(f"cannot open {spec}: no SQLite database at runs/x.db", spec)
-        'cannot open sqlite:///runs/x.db?password=***: no SQLite database at runs/x.db'
-    """
-    found = [*_PASSWORD.finditer(spec), *_TOKEN.finditer(spec)]
-    secrets = sorted({match.group("secret") for match in found if match.group("secret")},
-                     key=len, reverse=True)
-    for secret in secrets:  # the spec's own first, whole: it may end in punctuation
-        text = text.replace(secret, "***")
-        # A password with an unencoded @ is cut there by the URL's parser, which takes the rest
-        # for the host: a driver's "could not translate host name "sswordy@127.0.0.1"".
-        for piece in re.split(r"[@:]", secret)[1:]:
-            if piece:
-                text = re.sub(rf"{re.escape(piece)}(?=@)", "***", text)
-    return _TOKEN_IN_TEXT.sub(r"\g<head>***", _PASSWORD.sub(r"\g<head>***", text))
-
+__all__ = ["StorageSpec", "check_storage", "open_storage", "storage_outage"]
 
 Kind = Literal["journal", "sqlite", "sqlite-memory", "server", "grpc"]
 
@@ -271,10 +220,10 @@ class StorageSpec:
                 return f"new {what}"
             if kind == "sqlite":
                 return what
-            _check_first_record(path, spec)  # a run's advice (it may name a new file)
+            check_first_record(path, spec)  # a run's advice (it may name a new file)
             if not replay:
                 return what
-            studies = len(_open_journal(path, spec).get_all_studies())
+            studies = len(open_journal(path, spec).get_all_studies())
             return f"{what}, {studies} stud{'y' if studies == 1 else 'ies'}"
         except ConfigError:
             raise
@@ -325,7 +274,7 @@ class StorageSpec:
                 if not create and self.kind != "sqlite-memory":
                     _check_optuna_tables(self)  # RDBStorage would make them in any database
                 return _open_rdb(spec, heartbeat)
-            return _open_journal(Path(spec), spec, writer=create)
+            return open_journal(Path(spec), spec, writer=create)
         except ConfigError:
             raise
         except Exception as error:  # driver errors vary: report them in one masked line
@@ -362,7 +311,8 @@ def _check_local(path: Path, storage: StorageSpec) -> bool:
     """Refuse a folder or a non-SQLite file; a missing file must be creatable, and a missing
     journal file not be named as an SQLite database (``runs/x.db``). True: it exists.
 
-    A journal file's content is checked when it is opened (:func:`_open_journal`).
+    A journal file's content is checked when it is opened
+    (:func:`~lightning_hpo.storage._journal.open_journal`).
     """
     spec = storage.text
     if not path.exists():
@@ -553,141 +503,6 @@ def _check_proxy(spec: StorageSpec) -> str:
         storage.close()  # type: ignore[attr-defined]
     behind = {"sqlite": "an SQLite database", "server": "a database server"}.get(backend, backend)
     return f"gRPC proxy reachable ({behind} behind it)"
-
-
-_MAX_RECORD_BYTES = 1 << 24  # a first line longer than 16 MiB is not a journal record
-
-
-def _is_journal_record(line: bytes) -> bool:
-    try:
-        record = json.loads(line)
-    except ValueError:  # not JSON, or not UTF-8
-        return False
-    return isinstance(record, dict) and "op_code" in record
-
-
-def _check_first_record(path: Path, spec: str, *, writer: bool = True) -> None:
-    """An existing journal file is empty or starts with a journal record. ``writer``: the
-    advice may be a new file (the launcher makes one); a reader needs an existing journal."""
-    with path.open("rb") as handle:
-        first = handle.readline(_MAX_RECORD_BYTES)
-    if first and not _is_journal_record(first):
-        hint = (f"; an SQLite database is named sqlite:///{path}"
-                if first.startswith(b"SQLite format 3\x00") else "")
-        raise ConfigError(
-            "storage",
-            f"{mask(spec)} is not an Optuna journal file (its first line is not a journal "
-            f"record); name {'a new file or ' if writer else ''}an existing journal{hint}",
-        )
-
-
-def _open_journal(path: Path, spec: str, *, writer: bool = False) -> JournalStorage:
-    """Open a journal file (created when missing), refusing a file that is not a journal.
-
-    Optuna skips a last line that does not parse (a write cut short) and appends after it, so
-    a one-line text file would be taken for an empty journal and written to: the first line
-    must be a journal record. Optuna's replay then reads every line (read-only).
-
-    A ``writer`` (the launcher, before its first write) first moves a last record cut short
-    out of the journal (:func:`_cut_partial_tail`): appended after, the next record would
-    share its line, and the file would no longer be a journal anyone can read.
-    """
-    if path.exists():
-        _check_first_record(path, spec, writer=writer)
-        if writer:
-            dead = break_abandoned_lock(path)
-            if dead is not None:
-                _logger.warning("%s was locked by process %d of this machine, which no longer "
-                                "runs (killed while it appended); released the lock",
-                                mask(spec), dead)
-            _cut_partial_tail(path, spec)
-    try:
-        return JournalStorage(JournalFileBackend(str(path), lock_obj=OwnedJournalLock(str(path))))
-    except (ValueError, KeyError, TypeError, IndexError) as error:  # a line replay refused
-        raise ConfigError("storage", f"{mask(spec)} is not a valid Optuna journal file: "
-                          f"{_replay_refusal(path, error)}") from None
-
-
-def _replay_refusal(path: Path, error: BaseException) -> str:
-    """Why Optuna's replay refused a journal, naming the line: the JSON parser's own position
-    (``line 1 column 1``) is within that line, and a line that is JSON but not a record fails
-    replay with a bare ``KeyError: 'op_code'``.
-
-    Example::
-
-        >>> import tempfile
-        >>> journal = Path(tempfile.mkdtemp()) / "t.journal"
-        >>> _ = journal.write_text('{"op_code": 0}\\ngarbage\\n{"op_code": 0}\\n')
-        >>> _replay_refusal(journal, json.JSONDecodeError("Expecting value", "garbage", 0))
-        'Expecting value on line 2 (a record cut short by a process killed while it wrote, ...)'
-    """
-    with path.open("rb") as handle:
-        bad = next((number for number, line in enumerate(handle, start=1)
-                    if line.endswith(b"\n") and not _is_journal_record(line)), None)
-    if bad is None:
-        return " ".join(str(error).split())[:200]
-    why = "a record cut short by a process killed while it wrote, or the file edited"
-    if isinstance(error, json.JSONDecodeError):
-        return f"{error.msg} on line {bad} ({why})"
-    return f"line {bad} is not a journal record ({why})"
-
-
-def _cut_partial_tail(path: Path, spec: str) -> Path | None:
-    """Move a journal's last record that was cut short (no newline: a process killed while it
-    appended) into ``<journal>.cut-<unix time>``, and truncate the journal to its last complete
-    line; the file it wrote, or None when the journal ends with a newline.
-
-    Optuna never reads such a record (it skips a last line that does not parse), so nothing
-    the study holds changes. Done under Optuna's own journal lock, which every appending
-    process holds while it writes: a record being appended right now is not taken for one cut
-    short.
-    """
-    if not _ends_cut_short(path):
-        return None
-    lock = OwnedJournalLock(str(path))
-    lock.acquire()
-    try:
-        if not _ends_cut_short(path):
-            return None
-        with path.open("rb+") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            keep = _after_last_newline(handle, size)
-            handle.seek(keep)
-            cut = path.with_name(f"{path.name}.cut-{int(time.time())}")
-            cut.write_bytes(handle.read())
-            handle.truncate(keep)
-            handle.flush()
-            os.fsync(handle.fileno())
-    finally:
-        lock.release()
-    _logger.warning("%s ended in a record cut short (%d bytes that a killed process never "
-                    "finished, which Optuna does not read); moved to %s so that new records "
-                    "start on a line of their own", mask(spec), size - keep, cut)
-    return cut
-
-
-def _after_last_newline(handle: BinaryIO, size: int, chunk: int = 1 << 16) -> int:
-    """The offset just after the last newline of the file's first ``size`` bytes (0 when it has
-    none), read backwards from the end a chunk at a time: a journal's last record is short."""
-    end = size
-    while end > 0:
-        start = max(0, end - chunk)
-        handle.seek(start)
-        found = handle.read(end - start).rfind(b"\n")
-        if found >= 0:
-            return start + found + 1
-        end = start
-    return 0
-
-
-def _ends_cut_short(path: Path) -> bool:
-    """Whether the file's last byte is not a newline (an empty file is not cut short)."""
-    with path.open("rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        if size == 0:
-            return False
-        handle.seek(size - 1)
-        return handle.read(1) != b"\n"
 
 
 _CREATE_ATTEMPTS = 5
