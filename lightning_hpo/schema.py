@@ -387,7 +387,11 @@ class Segment:
         device: the devices, as :func:`device_label` writes them.
         host: the machine (not written by the launcher: a reader's fallback, the trial's host).
         from_epoch: epochs in the checkpoint it started from (0: from scratch).
-        to_epoch: epochs done when it ended.
+        to_epoch: epochs done when it ended. One its worker paused (at a rung, or
+            interrupted) ends at the epochs in the checkpoint it paused at, where the next
+            segment starts: epochs an interrupted one reported past its last checkpoint
+            are trained again by the next. One whose worker died ends at the last epoch
+            it reported.
         how: how it ended: ``paused``, ``complete``, ``pruned``, ``interrupted``, ``crashed``,
             ``failed``; ``running`` (or ``None``) while in flight; ``None`` when unknown (an
             entry left open by a worker that died, closed by a reader).

@@ -56,6 +56,18 @@ class SlowLeNet(LeNet):
         return super().training_step(batch, batch_idx)
 
 
+class SlowToCheckpoint(LeNet):
+    """LeNet whose every checkpoint takes at least 100 ms to make (a sleep while it is built),
+    as a large model's does: far over 5% of its short epochs, so ``checkpoint.every: auto``
+    writes the resume checkpoint after each fit's first epoch (the measurement) and then only
+    at the fit's last epoch."""
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        import time
+
+        time.sleep(0.1)
+
+
 class MeetsAnotherLauncher(LeNet):
     """LeNet whose training starts only once two launchers on the study have each started a
     trial: a worker marks its launcher (its parent's pid) in ``RUN_DIR/meeting`` and waits (at

@@ -30,6 +30,7 @@ from _support import (
     states,
     study_of,
     wait_for,
+    wait_for_epochs,
 )
 from optuna.trial import TrialState
 
@@ -256,6 +257,47 @@ def test_a_signal_stops_cleanly_and_the_same_command_resumes(
     assert len(trials) == 6 and {t.state for t in trials} == {TrialState.COMPLETE}
     assert all(sorted(t.intermediate_values) == list(range(1, 7)) for t in trials)
     assert sum(t.params == INITIAL for t in trials) == 1
+
+
+def test_a_sigtermed_ddp_trial_resumes_where_its_interrupted_segment_ended(
+    tmp_path: Path
+) -> None:
+    """SIGTERM to the launcher while a DDP trial trains past its last checkpoint (``auto``
+    stopped saving every epoch: its checkpoints are slow): the trial pauses at that checkpoint,
+    its interrupted segment ends there too, and the rerun's segment starts where it ended. The
+    segment used to end at the last epoch it reported, so the next one, starting from the
+    checkpoint, overlapped it (``to_epoch`` 4, resumed from epoch 1)."""
+    max_epochs = 8
+    config = config_file(tmp_path, model={"name": "_launch_models:SlowToCheckpoint"},
+                         devices={"accelerator": "cpu", "per_trial": 2},
+                         trainer={"max_epochs": max_epochs, "limit_train_batches": 2,
+                                  "limit_val_batches": 1},
+                         stop={"n_trials": 1})
+    storage = str(tmp_path / "t.journal")
+    process = popen(str(config), "--quiet", cwd=tmp_path)
+    wait_for_epochs(storage, 2)  # past epoch 1, the one checkpoint before the segment's end
+    process.send_signal(signal.SIGTERM)
+    out = finish(process, timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, out[-3000:]
+    (trial,) = study_of(storage).get_trials(deepcopy=False)
+    paused, reported = trial.user_attrs[ATTR.PAUSED], len(trial.intermediate_values)
+    assert paused is not None and paused["epoch"] == 1, trial.user_attrs
+    assert trial.user_attrs[ATTR.RESUME_POINT]["epoch"] == 1
+    assert 1 < reported < max_epochs, trial.intermediate_values  # epochs 2.. were not saved
+    (first,) = trial.user_attrs[ATTR.SEGMENTS]
+    assert (first["device"], first["how"]) == ("cpu:0,1", "interrupted"), first
+    assert (first["from_epoch"], first["to_epoch"]) == (0, paused["epoch"]), first
+
+    again = launch(str(config), "--quiet", cwd=tmp_path)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    (trial,) = study_of(storage).get_trials(deepcopy=False)
+    assert trial.state == TrialState.COMPLETE, trial.user_attrs
+    assert sorted(trial.intermediate_values) == list(range(1, max_epochs + 1))
+    segments = trial.user_attrs[ATTR.SEGMENTS]
+    assert [s["how"] for s in segments] == ["interrupted", "complete"], segments
+    assert segments[1]["from_epoch"] == segments[0]["to_epoch"] == 1, segments
+    assert segments[1]["to_epoch"] == trial.user_attrs[ATTR.EPOCHS] == max_epochs
+    assert trial.user_attrs[ATTR.EPOCHS_TRAINED] == max_epochs  # each epoch counted once
 
 
 def test_a_resumed_study_draws_new_configurations(tmp_path: Path) -> None:

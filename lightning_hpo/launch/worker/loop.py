@@ -313,15 +313,26 @@ def _pause_segment(
     events: EventWriter,
 ) -> None:
     """Pause the trial: at a rung (its segment's last epoch was saved), or interrupted before
-    its target (from the last checkpoint written, or from where the segment started when it
-    wrote none)."""
-    last = progress.resume.last if progress.resume is not None else None
-    epoch, path = last if last is not None else (progress.from_epoch, job.checkpoint)
+    its target (:func:`_paused_at`)."""
+    epoch, path = _paused_at(job, progress)
     scheduler.pause(
         job.trial.number, epoch=epoch, checkpoint=path, why=outcome.reason or outcome.how,
         target=job.to_epoch if outcome.how == "interrupted" else None,
     )
     events.emit("pause", trial=job.trial.number, epoch=epoch, reason=outcome.reason)
+
+
+def _paused_at(job: Assignment, progress: Progress) -> tuple[int, str | None]:
+    """``(epochs, checkpoint)`` a paused segment resumes from: the last checkpoint it wrote,
+    or, when it wrote none, the one it started from (``(0, None)``: from scratch).
+
+    At a rung that is the segment's last epoch. An interrupted segment may have reported
+    epochs after it: under ``checkpoint.every: rung``, or ``auto`` once a save cost more than
+    its share of an epoch, an epoch is reported without being saved, and the next segment
+    trains it again from this checkpoint.
+    """
+    last = progress.resume.last if progress.resume is not None else None
+    return last if last is not None else (progress.from_epoch, job.checkpoint)
 
 
 class _Heartbeat:
@@ -395,16 +406,25 @@ def _record_epochs(
 ) -> None:
     """The trial's epoch count, epoch end times and segments, across all its segments, with
     what else the segment's end records (its best checkpoint, where its data came from), in one
-    write."""
+    write.
+
+    A segment that pauses ends where it pauses (:func:`_paused_at`): its ``to_epoch``, and
+    the epochs it adds to :data:`ATTR.EPOCHS_TRAINED <ATTR>`, are those in the checkpoint the
+    next segment starts from, so that no epoch is counted in two segments and none in neither.
+    Epochs an interrupted segment reported past that checkpoint stay in the trial's curve
+    (:data:`ATTR.EPOCHS <ATTR>`, their values, their end times until they are trained again)
+    and are counted in the segment that trains them again.
+    """
     attrs = trial.user_attrs
     times = progress.all_epoch_end_times()
     from_epoch = 0 if job.checkpoint is None else progress.from_epoch
     done = from_epoch + len(progress.epoch_end_times)
-    trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + len(progress.epoch_end_times)
+    kept = _paused_at(job, progress)[0] if outcome.state is None else done
+    trained = int(attrs.get(ATTR.EPOCHS_TRAINED) or 0) + kept - from_epoch
     ended = time.time()
     data = {} if progress.data is None else {ATTR.DATA: progress.data}
     close_segment(trial, dataclasses.replace(segment, from_epoch=from_epoch).closed(
-        ended, done, outcome.how), {
+        ended, kept, outcome.how), {
         **outcome.attrs, **data,
         ATTR.EPOCHS: max(done, int(attrs.get(ATTR.EPOCHS) or 0)), ATTR.EPOCH_END_TIMES: times,
         ATTR.EPOCHS_TRAINED: trained, ATTR.END: ended,
