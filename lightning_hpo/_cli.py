@@ -8,6 +8,10 @@ refusals the same way: ``argument --top: ...`` becomes ``top: ...``, an unknown 
 the options there are, and a URL's password (``postgresql://user:secret@host/db`` given where
 no flag takes it) is masked. ``--help`` is argparse's own.
 
+Parsing the command line also makes standard output print what its encoding can take
+(:func:`replace_unencodable`): under ``PYTHONIOENCODING=ascii`` or an ASCII locale, a study
+named ``étude-μ`` is printed ``?tude-?`` instead of ending the command with a traceback.
+
 Example::
 
     >>> parser = OneLineParser(prog="demo")
@@ -23,6 +27,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import codecs
 import re
 import sys
 from collections.abc import Mapping
@@ -30,7 +35,7 @@ from typing import Any, NoReturn
 
 from lightning_hpo.errors import EXIT_BAD_INPUT
 
-__all__ = ["OneLineParser", "one_line"]
+__all__ = ["OneLineParser", "one_line", "replace_unencodable"]
 
 # argparse's "argument --top/-t: ..." (an option) or "argument config: ..." (a positional)
 _ARGUMENT = re.compile(r"^argument (?P<names>[^\s:]+): ")
@@ -62,6 +67,9 @@ class OneLineParser(argparse.ArgumentParser):
         return action
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """argparse's, once standard output prints what it can (:func:`replace_unencodable`):
+        every tool of ours parses its command line first, ``--help`` included."""
+        replace_unencodable()
         self._argv = [str(arg) for arg in (sys.argv[1:] if args is None else args)]
         return super().parse_args(args, namespace)
 
@@ -78,6 +86,29 @@ class OneLineParser(argparse.ArgumentParser):
             if unknown:
                 message = f"unrecognized arguments: {' '.join(unknown)}"
         self.exit(EXIT_BAD_INPUT, f"error: {one_line(message, self.options)}\n")
+
+
+def replace_unencodable() -> None:
+    """Make ``sys.stdout`` replace the characters its encoding cannot take with ``?``.
+
+    Python's standard output raises ``UnicodeEncodeError`` for a character its encoding lacks
+    (``PYTHONIOENCODING=ascii``, a ``C`` locale): a study, path or value named in another script
+    then stopped a report or a launcher's display midway, with a traceback (standard error
+    already writes ``\\xe9``). An encoding that takes every character (UTF-8), an error handler
+    the user chose (``PYTHONIOENCODING=ascii:backslashreplace``) and a stream that cannot be
+    reconfigured (a test's capture) are left as they are.
+    """
+    stream = sys.stdout
+    reconfigure = getattr(stream, "reconfigure", None)
+    encoding = getattr(stream, "encoding", None)
+    if reconfigure is None or getattr(stream, "errors", None) != "strict" or not encoding:
+        return
+    try:
+        if codecs.lookup(encoding).name.startswith("utf-"):
+            return
+        reconfigure(errors="replace")
+    except (LookupError, ValueError, OSError):  # an unknown codec, a closed or detached stream
+        return
 
 
 def _written(name: str, action: argparse.Action) -> str:

@@ -81,6 +81,16 @@ CASES: list[tuple[str, dict | str | bytes | None, list[str], str]] = [
     ("wrong-direction", {"direction": "down"}, [], "direction: is 'down'"),
     ("n-trials-zero", {"stop": {"n_trials": 0}}, [], "stop.n_trials: is 0"),
     ("n-trials-text", {"stop": {"n_trials": "ten"}}, [], "stop.n_trials: is 'ten'"),
+    # YAML 1.1 reads these as something else than written: 90 seconds, 511 trials, True
+    ("yaml-sexagesimal", "study: t\nmodel: lenet\nstop: {max_wallclock_time: 1:30}\n", [],
+     "stop.max_wallclock_time: 1:30 is read by YAML 1.1 as the base-60 number 90 (1*60 + 30); "
+     "write the number itself (e.g. 90) for a number, or \"1:30\" in quotes for text"),
+    ("yaml-octal-set", {}, ["--set", "stop.n_trials=0777"],
+     "--set stop.n_trials: 0777 is read by YAML 1.1 as the octal number 511; write 511 or 777 "
+     "(no leading zero) for a number, or --set stop.n_trials='\"0777\"' for text"),
+    ("yaml-on", "study: t\nmodel: lenet\npruner: {name: asha, mode: on}\n", [],
+     "pruner.mode: on is read by YAML 1.1 as the boolean true; write true or false for a "
+     "boolean, or \"on\" in quotes for text"),
     # A typo: the run queued tickets for minutes, and Ctrl-C left thousands in the study.
     ("n-trials-typo", {"stop": {"n_trials": 99999999999999999999}}, [],
      "stop.n_trials: is 99999999999999999999, but must be an integer from 1 to 10000 (the "

@@ -8,6 +8,7 @@ from typing import Any
 
 import optuna
 import pytest
+import yaml
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.launch.checks import check_against_registry
@@ -251,9 +252,9 @@ BAD = [
     # Optuna finds a choice by ==: a trial drawing true got 1
     ("space.x", "{choice: [1, true]}", "space.x.choice", "1 and True are equal"),
     ("space.x", "{choice: [0, 0.0]}", "space.x.choice", "0 and 0.0 are equal"),
-    # YAML reads `yes` as true: the key was shown as True, with no word of why
-    ("space", "{yes: {uniform: [0, 1]}}", "space.True",
-     "must be identifiers (YAML read this key as bool True: quote it)"),
+    # YAML 1.1 reads `yes` as true: the key was shown as True; now named as written
+    ("space", "{yes: {uniform: [0, 1]}}", "--set space.yes",
+     'yes is read by YAML 1.1 as the boolean true; write "yes" in quotes for text'),
     ("stop.forever", "true", "stop.forever", "unknown field"),
     ("trainer.max_epochs", "5", "trainer.max_epochs", "must equal pruner.max_resource"),
     ("trainer.precision", "[16]", "trainer.precision", "is [16], but must be a string or an int"),
@@ -1348,6 +1349,105 @@ def test_a_study_that_is_no_name_even_quoted_shows_what_was_typed() -> None:
     assert "study: \"511\"" not in info.value.message
     assert info.value.message.endswith("(a number, not a name: in YAML, write the name in "
                                        "quotes, study: \"0777\")")
+
+
+#: Plain values YAML 1.1 reads as something else than written (field, as typed, what it is read
+#: as and what to write): refused in the launcher's file and in --set alike, naming the field.
+MISREAD = [
+    pytest.param("stop.max_wallclock_time", "1:30", "the base-60 number 90 (1*60 + 30); write "
+                 "the number itself (e.g. 90) for a number", id="sexagesimal"),
+    pytest.param("stop.max_wallclock_time", "1:30:00", "the base-60 number 5400 (1*3600 + "
+                 "30*60 + 00); write the number itself (e.g. 5400) for a number",
+                 id="sexagesimal-hours"),
+    pytest.param("stop.n_trials", "0777", "the octal number 511; write 511 or 777 (no leading "
+                 "zero) for a number", id="octal"),
+    pytest.param("stop.n_trials", "010", "the octal number 8; write 8 or 10 (no leading zero) "
+                 "for a number", id="octal-ten"),
+    pytest.param("stop.n_trials", "07", "the octal number 7; write 7 for a number",
+                 id="octal-same-digits"),
+    pytest.param("pruner.mode", "on", "the boolean true; write true or false for a boolean",
+                 id="on"),
+    pytest.param("pruner.mode", "off", "the boolean false; write true or false for a boolean",
+                 id="off"),
+    pytest.param("sampler.name", "yes", "the boolean true; write true or false for a boolean",
+                 id="yes"),
+    pytest.param("data.name", "No", "the boolean false; write true or false for a boolean",
+                 id="no-capitalised"),
+]
+
+
+def _file_with(tmp_path: Path, field: str, typed: str) -> Path:
+    """BASE as a YAML file, with ``field`` written as the plain scalar ``typed``."""
+    raw = apply_overrides(BASE, [f"{field}=PLACEHOLDER"])
+    path = tmp_path / "tune.yaml"
+    path.write_text(yaml.safe_dump(raw).replace("PLACEHOLDER", typed))
+    return path
+
+
+@pytest.mark.parametrize(("field", "typed", "how"), MISREAD)
+def test_a_value_yaml_1_1_reads_as_something_else_is_refused_naming_the_field(
+    tmp_path: Path, field: str, typed: str, how: str,
+) -> None:
+    """``max_wallclock_time: 1:30`` ran 90 seconds, ``n_trials: 0777`` 511 trials and
+    ``mode: on`` was True: one line naming the field, saying how to write it either way."""
+    path = _file_with(tmp_path, field, typed)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value) == (f"{field}: {typed} is read by YAML 1.1 as {how}, or "
+                               f"\"{typed}\" in quotes for text")
+    with pytest.raises(ConfigError) as info:
+        load_config(DEFAULT_CONFIG, [f"{field}={typed}"])
+    assert str(info.value) == (f"--set {field}: {typed} is read by YAML 1.1 as {how}, or "
+                               f"--set {field}='\"{typed}\"' for text")
+    # quoted, it is the text as typed (which the field's own check then judges)
+    path.write_text(path.read_text().replace(typed, f'"{typed}"'))
+    section, name = field.split(".")
+    assert read_yaml(path)[section][name] == typed
+    assert apply_overrides(BASE, [f'{field}="{typed}"'])[section][name] == typed
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("space: {act: {choice: [relu, off]}}\n", "space.act.choice[1]: off is read by YAML 1.1 as "
+     "the boolean false; write true or false for a boolean, or \"off\" in quotes for text"),
+    ("space: {on: {uniform: [0, 1]}}\n", "space.on: on is read by YAML 1.1 as the boolean true; "
+     "write \"on\" in quotes for text"),  # a key is a name: text only
+    ("base: &b {n_trials: 0777}\nstop: {<<: *b}\n", "base.n_trials: 0777 is read by YAML 1.1 "
+     "as the octal number 511; write 511 or 777 (no leading zero) for a number, or \"0777\" in "
+     "quotes for text"),  # where the anchor writes it
+    ("trainer: {gradient_clip_val: 1:30.5}\n", "trainer.gradient_clip_val: 1:30.5 is read by "
+     "YAML 1.1 as the base-60 number 90.5 (1*60 + 30.5); write the number itself (e.g. 90.5) "
+     "for a number, or \"1:30.5\" in quotes for text"),
+], ids=["in-a-list", "a-key", "through-an-alias", "sexagesimal-float"])
+def test_a_misread_value_anywhere_in_the_file_is_named_where_it_is_written(
+    tmp_path: Path, text: str, error: str,
+) -> None:
+    path = tmp_path / "tune.yaml"
+    path.write_text("study: t\n" + text)
+    with pytest.raises(ConfigError) as info:
+        read_yaml(path)
+    assert str(info.value) == error
+
+
+def test_values_yaml_1_1_reads_as_written_are_taken(tmp_path: Path) -> None:
+    """true/false for a boolean (in any case YAML 1.2 takes), plain and signed integers, 0,
+    floats such as 1e-3, hex, and a value with an explicit tag (``!!int 0777`` says it means
+    511) or quoted are all read as they were before."""
+    path = tmp_path / "tune.yaml"
+    path.write_text(
+        "study: t\nmodel: lenet\nspace: {lr: {loguniform: [1e-3, 1.0]}, "
+        "batch_size: {choice: [16, 32]}}\n"
+        "pruner: {name: sync_sh, max_resource: 9, resume: True, finish_best: false}\n"
+        "stop: {n_trials: 10, max_wallclock_time: 90.5}\n")
+    cfg = load_config(path)
+    assert cfg.pruner.resume is True and cfg.pruner.finish_best is False
+    assert cfg.stop.n_trials == 10 and cfg.stop.max_wallclock_time == 90.5
+    assert load_config(path, ["pruner.resume=false", "stop.n_trials=0x10",
+                              "stop.max_wallclock_time=1.5e3"]).stop.n_trials == 16
+    path.write_text("a: !!int 0777\nb: !!str on\nc: 'yes'\nd: [0, -3, +4, 1_000, TRUE, "
+                    "2.5e-1, .inf]\ne: 12:30 text\n")
+    assert read_yaml(path) == {"a": 511, "b": "on", "c": "yes",
+                               "d": [0, -3, 4, 1000, True, 0.25, float("inf")],
+                               "e": "12:30 text"}
 
 
 @pytest.mark.parametrize(("data", "space", "error"), [

@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -848,6 +849,43 @@ def test_a_cli_data_modules_loader_workers_stay_within_the_slots_cores(
     assert written["model"]["init_args"]["lr"] == 0.1
     assert written["trainer"]["max_epochs"] == 9 and written["seed_everything"] == 3
     assert built.seed == 3 and built.trainer.max_epochs == 1
+
+
+def test_building_and_checking_a_trial_calls_no_deprecated_jsonargparse_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our calls into the CLI's parser use no API that jsonargparse 5 removes (``skip_none``,
+    ``add_instantiator`` ...): a JsonargparseDeprecationWarning pointing into lightning_hpo
+    fails the test. Lightning's own LightningCLI still calls some (its ``add_instantiator``,
+    ``instantiate_classes``, ``skip_none``); those point into Lightning and are let through."""
+    from jsonargparse._deprecated import JsonargparseDeprecationWarning
+    from optuna.distributions import FloatDistribution
+
+    from lightning_hpo.launch.cli_spec import CliSpec
+    from lightning_hpo.launch.project import build_trial, check_cli
+
+    # jsonargparse shows each deprecation once per process: every time here
+    monkeypatch.setenv("JSONARGPARSE_DEPRECATION_WARNINGS", "all")
+    package = Path(build_trial.__code__.co_filename).resolve().parents[1]
+    spec = CliSpec(sections={
+        "model": {"class_path": "lightning_hpo.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "trainer": {"limit_train_batches": 2, "limit_val_batches": 1}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", JsonargparseDeprecationWarning)
+        built = build_trial(spec, {"model.init_args.lr": 0.1}, trainer_args={
+            "accelerator": "cpu", "devices": 1, "max_epochs": 1,
+            "default_root_dir": str(tmp_path)},
+            callbacks=[], loggers=[], trial_dir=tmp_path, seed=3, max_epochs=2)
+        check_cli(spec, {"model.init_args.lr": FloatDistribution(0.01, 0.1, log=True)},
+                  tmp_path / "scratch", max_epochs=2)
+    ours = [f"{Path(w.filename).name}:{w.lineno}: {' '.join(str(w.message).split())}"
+            for w in caught if issubclass(w.category, JsonargparseDeprecationWarning)
+            and Path(w.filename).resolve().is_relative_to(package)]
+    assert not ours, ours
+    # the written config keeps its null values (skip_unset=False, as skip_none=False did)
+    written = yaml.safe_load(built.config_text)
+    assert "ckpt_path" in written and written["ckpt_path"] is None
 
 
 _RUN_FALSE_PROJECT = """

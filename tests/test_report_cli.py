@@ -232,6 +232,32 @@ def test_help_shows_an_example() -> None:
     assert "--compare" in result.stdout
 
 
+@pytest.mark.parametrize(("io_encoding", "shown"), [
+    pytest.param("ascii", "?tude-?", id="ascii-replaced"),
+    pytest.param("ascii:backslashreplace", "\\xe9tude-\\u03bc", id="users-own-handler-kept"),
+    pytest.param("utf-8", "étude-μ", id="utf-8-as-is"),
+])
+def test_a_study_name_the_terminal_cannot_encode_is_printed_replaced(
+    tmp_path: Path, io_encoding: str, shown: str,
+) -> None:
+    """Under ``PYTHONIOENCODING=ascii`` the report of a study named ``étude-μ`` (made by plain
+    Optuna) stopped with rich's UnicodeEncodeError traceback, exit 1; the real CLI, in a
+    subprocess, prints ``?`` for what the encoding lacks (the launcher and the proxy share
+    its parser, which does it: lightning_hpo._cli.replace_unencodable)."""
+    spec = str(tmp_path / "s.journal")
+    study = optuna.create_study(study_name="étude-μ", storage=open_storage(spec))
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=2)
+    result = subprocess.run(
+        [sys.executable, "-m", "lightning_hpo.report", "--storage", spec, "--out",
+         str(tmp_path / "rep")],
+        env={**os.environ, "PYTHONIOENCODING": io_encoding}, capture_output=True,
+        encoding="utf-8", timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert f"Study '{shown}' on {spec}" in result.stdout, result.stdout[:500]
+    assert (tmp_path / "rep" / "trials.csv").is_file()
+
+
 @pytest.mark.slow
 def test_report_on_a_real_launcher_run(tmp_path: Path) -> None:
     storage = str(tmp_path / "e2e.journal")

@@ -331,7 +331,7 @@ def _dump(cli: LightningCLI, max_epochs: int) -> str:
     config = copy.deepcopy(cli.config["fit"])
     config["trainer.max_epochs"] = max_epochs
     parser = cli._subcommand_parsers["fit"]
-    text = str(parser.dump(config, skip_none=False))
+    text = str(parser.dump(config, skip_unset=False))  # null values kept (retrains as is)
     if _subcommand_of(cli):
         return text
     loaded = yaml.safe_load(text)

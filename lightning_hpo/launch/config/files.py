@@ -66,7 +66,19 @@ class _Loader(yaml.SafeLoader):
     """YAML's safe loader that reads ``1e-3`` as a float (plain YAML 1.1 needs ``1.0e-3``) and
     refuses a key given twice in one mapping (YAML's loader keeps the last silently: a second
     ``space:`` would drop the first's parameters). Keys a merge (``<<: *base``) brings in may
-    still be overridden."""
+    still be overridden. It notes the plain scalars without a tag (:attr:`plain`, by node id),
+    whose type YAML guesses from their text, for :func:`_misread`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.plain: set[int] = set()
+
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        event = self.peek_event()
+        node = super().compose_scalar_node(anchor)
+        if event.implicit[0]:  # plain and untagged (``!!int 0777`` says what it means)
+            self.plain.add(id(node))
+        return node
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
@@ -93,8 +105,129 @@ _Loader.add_implicit_resolver(
 )
 
 
-def _yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+def _yaml(text: str, where: str = "") -> Any:
+    """The YAML document ``text`` (one, or None when empty), read with :class:`_Loader`.
+
+    Args:
+        text: the YAML text.
+        where: the dotted field the text is the value of (``--set`` overrides), "" for a file.
+
+    Raises:
+        _Misread: a plain scalar YAML 1.1 reads as something else than it is written as
+            (:func:`_misread`).
+        yaml.YAMLError: the text is not YAML.
+    """
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        misread = _misread(node, loader.plain, where)
+        if misread is not None:
+            raise misread
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+class _Misread(Exception):  # noqa: N818 (not an error of its own: read as a ConfigError)
+    """A plain scalar that YAML 1.1 reads as something else than it is written as.
+
+    Args:
+        field: its dotted path (``stop.max_wallclock_time``, ``space.act.choice[0]``).
+        text: how it is written (``1:30``).
+        how: what YAML reads and what to write instead (``the octal number 511; write 511 or
+            777 (no leading zero) for a number``; for a key, only what YAML reads):
+            :meth:`error` adds how to write it as text.
+    """
+
+    def __init__(self, field: str, text: str, how: str) -> None:
+        super().__init__(f"{field}: {text} is read by YAML 1.1 as {how}")
+        self.field, self.text, self.how = field, text, how
+
+    def error(self, field: str, quoted: str) -> ConfigError:
+        """As a ConfigError on ``field``, advising ``quoted`` (how to write it as text)."""
+        text = f", or {quoted} for text" if ";" in self.how else f"; write {quoted} for text"
+        return ConfigError(field, f"{self.text} is read by YAML 1.1 as {self.how}{text}")
+
+
+_OCTAL = re.compile(r"^([-+]?)0[0-7_]+$")
+_YES_NO = ("yes", "no", "on", "off")
+#: Fields whose own check says more (``study: 0777`` names the study, see :func:`study_name`).
+_OWN_CHECK = ("study",)
+
+
+def _misread(root: yaml.Node, plain: set[int], where: str = "") -> _Misread | None:
+    """The first plain scalar (key or value) under ``root`` that YAML 1.1 reads as something
+    else than it is written as, or None: ``1:30`` (the base-60 number 90), ``0777`` (the octal
+    number 511), ``yes``, ``no``, ``on``, ``off`` (booleans; ``true`` and ``false`` are taken).
+
+    Args:
+        root: a composed YAML node.
+        plain: the ids of the plain, untagged scalar nodes (:attr:`_Loader.plain`).
+        where: the dotted field ``root`` is the value of ("" for a whole file).
+    """
+    pending: list[tuple[yaml.Node, str]] = [(root, where)]
+    seen: set[int] = set()
+    keys: set[int] = set()
+    while pending:  # in the document's order; an alias is walked once
+        node, path = pending.pop()
+        if id(node) in seen or path in _OWN_CHECK:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            how = _misreading(node) if id(node) in plain else None
+            if how is not None:
+                if id(node) in keys:  # a name: text, never a number or a boolean
+                    how = how.partition(";")[0]
+                return _Misread(path or "config", str(node.value), how)
+            continue
+        children: list[tuple[yaml.Node, str]] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = [(item, f"{path}[{index}]") for index, item in enumerate(node.value)]
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.tag == "tag:yaml.org,2002:merge":  # <<: *base, its keys land here
+                    children.append((value, path))
+                    continue
+                name = f"{path}.{key.value}" if path else str(key.value)
+                keys.add(id(key))
+                children += [(key, name), (value, name)]
+        pending.extend(reversed(children))
+    return None
+
+
+def _misreading(node: yaml.ScalarNode) -> str | None:
+    """What YAML 1.1 reads the plain scalar ``node`` as and what to write instead, where that
+    is not what it is written as; else None.
+
+    Example::
+
+        >>> _misreading(yaml.compose("1:30", Loader=_Loader))
+        'the base-60 number 90 (1*60 + 30); write the number itself (e.g. 90) for a number'
+        >>> _misreading(yaml.compose("0777", Loader=_Loader))
+        'the octal number 511; write 511 or 777 (no leading zero) for a number'
+        >>> _misreading(yaml.compose("10", Loader=_Loader)) is None
+        True
+    """
+    text, tag = str(node.value), node.tag
+    if tag == "tag:yaml.org,2002:bool" and text.lower() in _YES_NO:
+        return f"the boolean {str(yaml.safe_load(text)).lower()}; write true or false for a boolean"
+    if tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float") and ":" in text:
+        read = yaml.safe_load(text)
+        parts = text.split(":")
+        terms = " + ".join(f"{part}*{60 ** (len(parts) - 1 - at)}" if at < len(parts) - 1
+                           else part for at, part in enumerate(parts))
+        sum_of = f" ({terms})" if text[0].isdigit() else ""
+        return (f"the base-60 number {read}{sum_of}; write the number itself (e.g. {read}) for "
+                "a number")
+    octal = _OCTAL.match(text)
+    if tag == "tag:yaml.org,2002:int" and octal is not None:
+        read = yaml.safe_load(text)
+        decimal = octal.group(1) + (text.lstrip("+-").lstrip("0_") or "0")
+        other = "" if decimal == str(read) else f" or {decimal} (no leading zero)"
+        return f"the octal number {read}; write {read}{other} for a number"
+    return None
 
 
 def _decode(data: bytes, path: str | Path) -> str:
@@ -115,7 +248,9 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
     Raises:
         ConfigError: ``config: ...`` when the file cannot be read, is not UTF-8, is not YAML or
-            does not hold a mapping.
+            does not hold a mapping; ``<field>: ...`` for a plain value YAML 1.1 reads as
+            something else than written (``1:30`` is 90, ``0777`` is 511, ``on`` is true;
+            :func:`_misread`), with how to write it.
 
     Example::
 
@@ -132,6 +267,8 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         ) from None
     try:
         raw = _yaml(text)
+    except _Misread as misread:
+        raise misread.error(misread.field, f'"{misread.text}" in quotes') from None
     except RecursionError:
         raise ConfigError("config", f"{path} nests lists or mappings too deeply to "
                           "read") from None
@@ -197,7 +334,9 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
 
     Raises:
         ConfigError: ``--set`` for an item of neither form, ``--set <key>`` for a value that is
-            not YAML, a path through a field that is not a section, or nothing to remove.
+            not YAML or that YAML 1.1 reads as something else than written (as
+            :func:`read_yaml`), a path through a field that is not a section, or nothing to
+            remove.
 
     Example::
 
@@ -223,7 +362,11 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         if not remove:
             shown_text = text if text.isprintable() else repr(text)[1:-1]  # a NUL, a tab
             try:
-                value = _yaml(text) if text.strip() else ""  # Hydra's `key=`: an empty string
+                value = _yaml(text, key) if text.strip() else ""  # Hydra's `key=`: ""
+            except _Misread as misread:
+                quoted = (f"--set {key}='\"{misread.text}\"'" if misread.field == key
+                          else f'"{misread.text}" in quotes')
+                raise misread.error(f"--set {misread.field}", quoted) from None
             except RecursionError:
                 raise ConfigError(f"--set {key}", "nests lists or mappings too deeply to "
                                   "read") from None
