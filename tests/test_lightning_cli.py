@@ -861,15 +861,16 @@ def test_building_and_checking_a_trial_calls_no_deprecated_jsonargparse_api(
     from jsonargparse._deprecated import JsonargparseDeprecationWarning
     from optuna.distributions import FloatDistribution
 
-    from lightning_hpo.launch.cli_spec import CliSpec
-    from lightning_hpo.launch.project import build_trial, check_cli
+    from lightning_hpo.launch.checks.cli_checks import check_cli
+    from lightning_hpo.launch.checks.project import build_trial
+    from lightning_hpo.launch.config.cli_spec import CliSpec
 
     # jsonargparse shows each deprecation once per process: every time here
     monkeypatch.setenv("JSONARGPARSE_DEPRECATION_WARNINGS", "all")
-    package = Path(build_trial.__code__.co_filename).resolve().parents[1]
+    package = Path(build_trial.__code__.co_filename).resolve().parents[2]
     spec = CliSpec(sections={
-        "model": {"class_path": "lightning_hpo.models.LeNet"},
-        "data": {"class_path": "lightning_hpo.data.DigitsDataModule"},
+        "model": {"class_path": "lightning_hpo.builtin.models.LeNet"},
+        "data": {"class_path": "lightning_hpo.builtin.data.DigitsDataModule"},
         "trainer": {"limit_train_batches": 2, "limit_val_batches": 1}})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", JsonargparseDeprecationWarning)
