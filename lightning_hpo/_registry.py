@@ -6,7 +6,8 @@ names ``<section>.<field>`` so the CLI can print it as one line. Example::
     >>> from lightning.pytorch import LightningModule
     >>> from lightning_hpo.builtin.models import MODELS
     >>> resolve_class("model", "lightning_hpo.builtin.models:LeNet", MODELS,
-    LightningModule).__name__ 'LeNet'
+    ...               LightningModule).__name__
+    'LeNet'
 """
 
 from __future__ import annotations
