@@ -28,7 +28,7 @@ Example (the paused segment, then the resumed one)::
 Where the checkpoint is written: at the end of the training epoch (``on_train_epoch_end``,
 after validation and after every ``ModelCheckpoint`` of the epoch). Lightning resumes such a
 checkpoint at the start of the next epoch; one written in ``on_validation_end`` instead
-(measured with lightning 2.6) resumes into a different training run.
+(as lightning 2.6 does) resumes into a different training run.
 
 When the random state is restored: while ``fit`` restores the callbacks, before the training
 data loader's first iterator is created (that creation draws the shuffling seed from torch's

@@ -84,7 +84,7 @@ def open_rung_store(study: optuna.Study) -> RungStore:
 def rung_store_of(storage: BaseStorage, study_id: int) -> RungStore:
     """The rung store of study ``study_id`` of ``storage`` (unwrapped from Optuna's cache)."""
     if isinstance(storage, RDBStorage):
-        # SQLAlchemy's import costs every worker 0.15 s; only SQL storages need it
+        # SQLAlchemy's import adds to every worker's start; only SQL storages need it
         from lightning_hpo.pruners._table import TableRungStore
 
         return TableRungStore(storage.engine, study_id)
