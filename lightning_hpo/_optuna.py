@@ -14,9 +14,7 @@ naming the Optuna version and what changed, instead of silently deciding differe
 * :func:`appends_study_system_attrs`, :class:`HyperbandBase`: attribute order, and the bracket
   study Optuna filters for a sampler under Hyperband.
 * :func:`claim_waiting_trial`, :func:`set_trial_user_attrs`, :func:`set_user_attrs`,
-  :func:`enqueue_trials`: claiming a WAITING trial once, and several writes in one.
-
-Example::
+  :func:`enqueue_trials`: claiming a WAITING trial once, and several writes in one. Example::
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -1,8 +1,7 @@
 """Several objectives in the report: each trial's Pareto front and the hypervolume so far.
 
-Pure: points in, numbers out; :mod:`lightning_hpo.pareto` does the dominance, sorting and
-volumes. A *point* is one report of a trial, one value per objective. The rules the tables,
-summary, plots and CLI follow:
+Pure (:mod:`lightning_hpo.pareto` does the dominance, sorting and volumes). A *point* is one
+report of a trial, one value per objective. The rules the tables, summary, plots and CLI follow:
 
 * **front**: :func:`lightning_hpo.pareto.front_ranks` of the COMPLETE trials' final values (0 is
   Optuna's ``study.best_trials``); a trial with no final values, or a NaN among them, has none.
@@ -13,10 +12,7 @@ summary, plots and CLI follow:
   finite point reported (each objective's worst value plus a tenth of its range); a comparison
   uses one computed from every study compared.
 * **hypervolume so far** (:class:`HypervolumeTrace`): the volume the points reported up to a
-  moment dominate, bounded by the reference point; it never decreases, and points with a NaN or
-  infinite value add nothing.
-
-Example::
+  moment dominate, bounded by the reference point; it never decreases. Example::
 
     >>> minimize = (True, True)
     >>> fronts = trial_fronts(

@@ -11,9 +11,7 @@ schedule trains in several :class:`Segment` s and stays RUNNING in between with 
 (status ``PAUSED``). With several objectives a trial's reports are its
 :data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>`
 (:func:`~lightning_hpo.schema.objective_curve`), and :attr:`StudySnapshot.fronts` places it on
-the Pareto fronts.
-
-Example::
+the Pareto fronts. Example::
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
