@@ -1,44 +1,20 @@
 """The one place lightning_hpo relies on Optuna's private names and unwritten behaviour, and why.
 
-Optuna hands a pruner ``prune(study, trial)`` with a :class:`~optuna.Study` and a
-:class:`~optuna.trial.FrozenTrial`, but offers no public accessor for the study's storage or a
-frozen trial's storage id; every pruner in Optuna itself reads ``study._storage`` and
-``trial._trial_id``. Each such reliance is one named function, class or constant here, whose
-docstring says what it assumes; ``tests/test_optuna_contract.py`` checks every assumption
-against the installed Optuna (``optuna>=4.0,<6`` is what it was written and tested for). When one
-no longer holds, the code here raises :class:`OptunaContractError` naming the Optuna version and
-what changed, instead of falling back to something that silently decides differently.
+Optuna offers a pruner no public accessor for the study's storage or a frozen trial's storage
+id (Optuna's own pruners read ``study._storage`` and ``trial._trial_id``). Each such reliance is
+one named function, class or constant here, whose docstring says what it assumes;
+``tests/test_optuna_contract.py`` checks every assumption against the installed Optuna
+(``optuna>=4.0,<6``). When one no longer holds, the code raises :class:`OptunaContractError`
+naming the Optuna version and what changed, instead of silently deciding differently.
 
-What lightning_hpo assumes of Optuna:
-
-* :func:`storage_of`, :func:`study_id_of`, :func:`trial_id_of`: ``Study._storage``,
-  ``Study._study_id``, ``Trial._trial_id`` / ``FrozenTrial._trial_id``, also on the bracket
-  study Optuna builds for Hyperband.
-* :func:`backend_of`: for an RDB URL, ``optuna.storages._cached_storage._CachedStorage`` wraps
-  the :class:`~optuna.storages.RDBStorage` as ``_backend``.
+* :func:`storage_of`, :func:`study_id_of`, :func:`trial_id_of`, :func:`backend_of`: the
+  storage, the ids, and the RDB storage under Optuna's cache.
 * :data:`STUDIES_TABLE`, :data:`STUDY_ID_COLUMN`, :func:`check_studies_table`: Optuna's RDB
-  schema keeps studies in a table ``studies`` keyed by ``study_id``, and deleting a study
-  deletes its row (our rung records hang off it).
-* :func:`appends_study_system_attrs`: ``InMemoryStorage`` and ``JournalStorage`` return a study's
-  system attributes in insertion order, new keys last.
-* :class:`HyperbandBase`: Optuna filters the study a sampler sees when ``study.pruner`` is an
-  ``optuna.pruners.HyperbandPruner``, through its ``_get_bracket_id(study, trial)``.
-* :func:`claim_waiting_trial`: ``set_trial_state_values(id, RUNNING)`` moves a WAITING trial to
-  RUNNING once (a second claim gets False or ``UpdateFinishedTrialError``), and
-  ``optuna.Trial(study, trial_id)`` is how ``Study.ask`` makes a live trial of it.
-* :func:`set_trial_user_attrs`, :func:`set_user_attrs`: how ``set_trial_user_attr`` writes one
-  attribute, so that several go in one write: a journal line each
-  (``JournalStorage._backend.append_logs``, ``_replay_result.worker_id``, ``_thread_lock``,
-  ``_sync_with_backend``, ``JournalOperation.SET_TRIAL_USER_ATTR``), an upsert each in one
-  transaction on RDB (``_create_scoped_session``, ``RDBStorage._set_trial_attr_without_commit``),
-  and a live trial's ``_cached_frozen_trial``, which ``Trial.set_user_attr`` updates.
-* :func:`enqueue_trials`: how ``Study.enqueue_trial`` creates a WAITING trial, so that many go
-  in one write: the ``JournalOperation.CREATE_TRIAL`` line ``JournalStorage.create_new_trial``
-  writes for its template trial, and on RDB ``models.StudyModel.find_or_raise_by_id(...,
-  for_update=True)`` then ``RDBStorage._get_prepared_new_trial`` per trial, in one transaction,
-  as ``RDBStorage._create_new_trial`` does for one.
-
-Example::
+  schema, which our rung records hang off.
+* :func:`appends_study_system_attrs`, :class:`HyperbandBase`: attribute order, and the bracket
+  study Optuna filters for a sampler under Hyperband.
+* :func:`claim_waiting_trial`, :func:`set_trial_user_attrs`, :func:`set_user_attrs`,
+  :func:`enqueue_trials`: claiming a WAITING trial once, and several writes in one. Example::
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -60,7 +36,7 @@ import optuna
 from optuna.storages import BaseStorage, InMemoryStorage, JournalStorage, RDBStorage
 from optuna.trial import TrialState
 
-if TYPE_CHECKING:  # SQLAlchemy costs the launcher 0.1 s at start-up; imported where used
+if TYPE_CHECKING:  # SQLAlchemy adds to the launcher's start-up; imported where used
     import sqlalchemy as sa
 
 __all__ = [
@@ -275,11 +251,9 @@ def set_trial_user_attrs(storage: BaseStorage, trial_id: int, attrs: Mapping[str
     database, else one call per item (in-memory, the gRPC proxy).
 
     A launcher's worker writes about ten attributes when a trial starts and ends; separately,
-    each would be a commit (an ``fsync`` on SQLite, a round trip and a WAL flush on PostgreSQL:
-    the quickstart on a local PostgreSQL took 0.93x the time once they went together, see
-    BENCHMARKS.md). What readers see
-    is the same as from the calls one by one, except that on RDB none of the items is written
-    if one fails.
+    each would be a commit (an ``fsync`` on SQLite, a round trip and a WAL flush on
+    PostgreSQL). What readers see is the same as from the calls one by one, except that on RDB
+    none of the items is written if one fails.
 
     Example::
 
@@ -373,9 +347,9 @@ def enqueue_trials(
     ``create_new_trial`` each (in-memory, the gRPC proxy: not atomic, see below).
 
     What the launcher queues a study's budget with (``launch.study``). One trial at a time, an
-    interruption (Ctrl-C) left the trials written so far queued, and Optuna deletes no trial;
-    one at a time was slow too: 0.6 ms a trial on a journal file, and on SQLite a commit each
-    whose cost grows with the study (3000 trials took 52 s; see ``launch.config.MAX_N_TRIALS``).
+    interruption (Ctrl-C) would leave the trials written so far queued, and Optuna deletes no
+    trial; on SQLite each would also be a commit whose cost grows with the study (see
+    ``launch.config.MAX_N_TRIALS``).
     The trials are the ones ``enqueue_trial`` makes: WAITING, with the parameters as the
     ``fixed_params`` system attribute that ``ask`` suggests them from, numbered in order.
 

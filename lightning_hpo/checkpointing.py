@@ -1,17 +1,12 @@
 """Checkpoints a trial pauses at and resumes from: :class:`ResumeCheckpoint`, :class:`RandomState`.
 
 A paused trial continues later, possibly in another process on another slot, from its resume
-checkpoint: a full Lightning checkpoint (model, optimizer, schedulers, loop state, callback
-states) plus the random-number state that decides shuffling and dropout, which Lightning does
-not save. With both callbacks in the trainer, resumed training repeats straight training
-exactly (on CPU with ``deterministic=True``; checked by ``tests/test_checkpointing.py``).
-
-Resuming is a plain ``fit`` with ``ckpt_path``: a checkpoint written after epoch ``e`` and a
-``Trainer(max_epochs=T)`` train epochs ``e+1 .. T``, each once; a ``ModelCheckpoint`` of the
-same configuration in the new trainer carries on with the best score it had. The checkpoint
-loads with ``weights_only=True`` (when the model's and data module's hyperparameters are plain
-values, as those of :mod:`lightning_hpo.builtin.models` and :mod:`lightning_hpo.builtin.data` are).
-Example (the paused segment, then the resumed one)::
+checkpoint: a full Lightning checkpoint plus the random-number state that decides shuffling and
+dropout, which Lightning does not save. With both callbacks, resumed training repeats straight
+training exactly (on CPU with ``deterministic=True``). Resuming is a plain ``fit`` with
+``ckpt_path``: a checkpoint written after epoch ``e`` and ``Trainer(max_epochs=T)`` train
+epochs ``e+1 .. T``, each once; it loads with ``weights_only=True`` when the hyperparameters are
+plain values. Example (the paused segment, then the resumed one)::
 
     def trainer(max_epochs, resume):
         return L.Trainer(max_epochs=max_epochs, callbacks=[RandomState(), resume])
@@ -25,14 +20,11 @@ Example (the paused segment, then the resumed one)::
     trainer(4, second).fit(LeNet(), datamodule=DigitsDataModule(), ckpt_path=path,
                            weights_only=True)       # trains epochs 3 and 4
 
-Where the checkpoint is written: at the end of the training epoch (``on_train_epoch_end``,
-after validation and after every ``ModelCheckpoint`` of the epoch). Lightning resumes such a
-checkpoint at the start of the next epoch; one written in ``on_validation_end`` instead
-(measured with lightning 2.6) resumes into a different training run.
-
-When the random state is restored: while ``fit`` restores the callbacks, before the training
-data loader's first iterator is created (that creation draws the shuffling seed from torch's
-global generator), so the first resumed epoch shuffles as straight training would.
+The checkpoint is written in ``on_train_epoch_end`` (after validation and every
+``ModelCheckpoint``), which Lightning resumes at the next epoch's start; one written in
+``on_validation_end`` would resume into a different training run. The random state is restored
+before the training loader's first iterator draws its shuffling seed, so the first resumed epoch
+shuffles as straight training would.
 """
 
 from __future__ import annotations

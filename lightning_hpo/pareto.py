@@ -1,34 +1,20 @@
 """Several objectives: dominance, Pareto fronts, one documented order, hypervolume. Pure, no I/O.
 
-A *point* is one trial's values, one per objective (``validation_error``, ``latency_ms``...):
-Python or NumPy numbers. ``minimize`` says per objective whether lower is better, ``True`` or
-``False`` (Optuna's ``study.directions`` are not booleans: :func:`directions_minimize` turns them
-into ``minimize``). Points are keyed by trial number.
+A *point* is one trial's values, one per objective, keyed by trial number; ``minimize`` says per
+objective whether lower is better (:func:`directions_minimize` turns Optuna's
+``study.directions`` into it).
 
-**The order at a rung** (:func:`pareto_order`), which multi-objective ASHA keeps the top
-``1/eta`` of, as MOASHA does (Schmucker et al., "Multi-objective Asynchronous Successive
-Halving", 2021; Salinas et al., ICLR 2021 NAS workshop):
+**The order at a rung** (:func:`pareto_order`), whose top ``1/eta`` multi-objective ASHA keeps,
+as MOASHA does (Schmucker et al., 2021): (1) non-dominated sorting of the finite points, equal
+points in one front; (2) within a front, the epsilon-net order: the point best in the first
+objective, then each time the point farthest from those taken, with each objective scaled to
+``[0, 1]`` by its range over the finite points (ties to the lower trial number); (3) points
+with a NaN or infinite value last, by trial number. The order returned *is* the rank (Syne
+Tune's MOASHA reads this sort's index order as ranks; that is not followed here).
 
-1. Non-dominated sorting: the Pareto front of the finite points first, then the front of what is
-   left, and so on. A point *dominates* another when it is no worse in every objective and
-   better in at least one; equal points are in the same front.
-2. Within a front, the epsilon-net order (Clarkson 2005, MOASHA's default): the point best in the
-   first objective first, then each time the point farthest (Euclidean) from those already
-   taken; so the top of a front spreads over it instead of crowding one end. Distances are
-   measured with each objective scaled to ``[0, 1]`` by its range over all the finite points
-   given (an objective with one value counts 0), so that a parameter count does not outweigh
-   an error rate. Equal distances (to 9 decimals of their square), and equal first
-   objectives, go to the lower trial number.
-3. Points with a NaN or infinite value last, by trial number.
-
-Unlike Syne Tune 0.16's MOASHA, which reads the index order this sort returns as if it were each
-point's rank, the order here *is* the rank: a point that dominates every other is first.
-
-**Hypervolume** (:func:`hypervolume`): the volume dominated by a set of points and bounded by a
-reference point, the standard single number for a front's quality (higher is better). Exact: a
-sweep for two objectives, slicing (HSO) for more. :func:`reference_point` is the one reference
-this package uses when none is given: each objective's worst finite value plus a tenth of its
-range.
+**Hypervolume** (:func:`hypervolume`): the exact volume a set of points dominates, bounded by a
+reference point (higher is better); :func:`reference_point` is the default reference: each
+objective's worst finite value plus a tenth of its range.
 
 Example::
 
@@ -344,8 +330,8 @@ def _fronts_2d(oriented: Mapping[int, tuple[float, ...]]) -> list[list[int]]:
     second value so far is above its own (only a member with a lower or equal first value, seen
     before, can dominate it, and the front's lowest second value is that of its latest member),
     or the front of an equal point just before it. Those lowest values do not decrease from one
-    front to the next, so the front is found by bisection. A rung of 1,000 records sorts in a
-    few milliseconds instead of the all-pairs sort's 0.4 s.
+    front to the next, so the front is found by bisection, instead of the all-pairs sort's
+    ``O(n²)`` comparisons.
     """
     fronts: list[list[int]] = []
     lowest: list[float] = []  # per front, its latest member's second value (its lowest)

@@ -1,36 +1,20 @@
 """Every name lightning_hpo writes into an Optuna study, and the one format it writes in a value.
 
 The pruners, the launcher and the callback write these; the report and the live view read them.
-Nothing here imports Optuna or torch: it is the contract between writers and readers, so a
-reader needs no writer's module to understand a study.
+Nothing here imports Optuna or torch, so a reader needs no writer's module. A study may hold:
 
-What a study may hold:
+* per trial, **user attributes** (:class:`ATTR`): where and when the launcher ran it, its epochs,
+  checkpoint, seed, why it stopped; a paused trial stays RUNNING with :data:`ATTR.PAUSED <ATTR>`;
+* per trial, the **system attribute** :data:`BRACKET_ATTR` (its Hyperband bracket);
+* per study, :data:`CONFIG_ATTR` (the launcher's config, storage masked), :data:`PRUNER_ATTR`
+  (the rung ladders) and :data:`RESOURCE_ATTR` (epochs or optimizer steps);
+* rung records: the table :data:`RUNG_RECORD_TABLE` in an RDB database, else study system
+  attributes ``{RUNG_ATTR_PREFIX}{bracket}:{rung}:{trial_number}``.
 
-* per trial, **user attributes** (:class:`ATTR`): where and when the launcher ran it, its
-  epochs, checkpoint, seed, and why it stopped; visible in ``optuna-dashboard`` and
-  ``study.trials_dataframe()``;
-* per trial, a **system attribute** :data:`BRACKET_ATTR`: the Hyperband bracket of a trial that
-  reached its first rung (or, under promotion-type Hyperband, the bracket it was started in);
-* for the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
-  resume, a paused trial stays RUNNING in Optuna's terms with :data:`ATTR.PAUSED <ATTR>` set,
-  and its training segments are listed in :data:`ATTR.SEGMENTS <ATTR>`;
-* per study, a **user attribute** :data:`CONFIG_ATTR` (the launcher's config, storage masked),
-  a **system attribute** :data:`PRUNER_ATTR` (the pruner's rung ladders, written by the
-  pruner itself, so studies driven by the callback alone carry it too) and a **system
-  attribute** :data:`RESOURCE_ATTR` (what the callback's reported steps count: epochs or
-  optimizer steps);
-* rung records: the table :data:`RUNG_RECORD_TABLE` in an RDB storage's own database, or study
-  system attributes named ``{RUNG_ATTR_PREFIX}{bracket}:{rung}:{trial_number}`` elsewhere.
-
-**Records.** What a trial holds beyond a plain value has one type here, with one writer (its
-``to_attr``, called by the one module that stores it) and one reader (its ``read``, used by every
-module that looks at it): :class:`Pause` (:data:`ATTR.PAUSED <ATTR>`), :class:`Segment` (each
-entry of :data:`ATTR.SEGMENTS <ATTR>`), :class:`ResumePoint` (:data:`ATTR.RESUME_POINT <ATTR>`)
-and :class:`Owner` (:data:`ATTR.OWNER <ATTR>`). "Is this trial paused" is :func:`is_paused`. The
-readers are lenient: what another tool wrote in another form reads as ``None`` (or a field as
-``None``), never as an exception.
-
-Example::
+**Records** beyond a plain value have one type each, with one writer (``to_attr``) and one
+lenient reader (``read``: another form reads as ``None``, never an exception): :class:`Pause`,
+:class:`Segment`, :class:`ResumePoint` and :class:`Owner`; :func:`is_paused` asks the one
+question. Example::
 
     >>> device_label("gpu", (0, 1)), devices_in_label("cuda:0,1")
     ('cuda:0,1', 2)

@@ -1,30 +1,20 @@
 """A training step's forward, loss and backward replayed from one CUDA graph.
 
-A small network's step on a GPU is bound by the host: LeNet at batch 128 launches about 45
-kernels a step, each costing the host tens of microseconds of Python, dispatch and autograd,
-while the GPU finishes each in a few. Captured once as a CUDA graph (PyTorch's
-``torch.cuda.graph``), the same kernels are launched by one call. Only forward, loss and
+A small network's step on a GPU is bound by the host: each of its kernels costs the host more
+Python, dispatch and autograd time than the GPU spends on it. Captured once as a CUDA graph
+(``torch.cuda.graph``), the same kernels are launched by one call. Only forward, loss and
 backward are captured: the optimiser step, gradient clipping and everything Lightning does
-around the step stay eager, so any optimiser, learning-rate scheduler or clipping works as
-before, and ``global_step``, hooks and checkpoints are unchanged.
+around the step stay eager, so any optimiser, scheduler or clipping works, and ``global_step``,
+hooks and checkpoints are unchanged.
 
-How a step runs (:class:`StepGraph`):
-
-1. the first :data:`EAGER_STEPS` steps of a ``fit`` run eagerly (a trial stopped at its first
-   rung rarely pays for a capture);
-2. the next step captures: :data:`WARMUP_RUNS` forward and backward passes on a side stream
-   (gradients returned, not stored; buffers and the CUDA random state put back afterwards, so
-   the warm-up leaves no trace in training), then the capture on that stream, then one replay,
-   which is this step's work;
-3. every later batch of the captured shape copies itself into the graph's input tensors and
-   replays it: the loss is the graph's output and each parameter's ``.grad`` is the graph's
-   gradient tensor (put back if something set it to None); a batch of another shape (an
-   epoch's last, smaller one) runs eagerly.
-
-A capture that fails (an operation that cannot be captured) is reported once per process and
-the step stays eager for the rest of the ``fit``. When capture applies at all is
-:func:`capture_blockers`'s decision: one CUDA device, no DDP, 32-bit precision, no gradient
-accumulation, no anomaly detection.
+How a step runs (:class:`StepGraph`): the first :data:`EAGER_STEPS` steps of a ``fit`` run
+eagerly (a trial stopped at its first rung rarely pays for a capture); the next one runs
+:data:`WARMUP_RUNS` warm-up passes on a side stream (leaving no trace in training), captures and
+replays; every later batch of the captured shape is copied into the graph's inputs and replayed,
+and a batch of another shape (an epoch's last, smaller one) runs eagerly. A capture that fails
+is reported once per process and the step stays eager for the rest of the ``fit``. When capture
+applies at all is :func:`capture_blockers`'s decision: one CUDA device, no DDP, 32-bit
+precision, no gradient accumulation, no anomaly detection.
 
 Example (no GPU needed to ask)::
 

@@ -1,22 +1,20 @@
 """Channels-last memory layout for a convolutional network's training on CPU.
 
 PyTorch's CPU convolutions (oneDNN) run faster on channels-last tensors than on the default
-NCHW layout: a LeNet training step at batch 128, one thread, took 17 ms instead of 25 ms, and
-a whole 9-epoch ``Trainer.fit`` on the digits a median 0.87x the time
-(``benchmarks/bench_memory_format.py``, BENCHMARKS.md). The values are the same up to the order
-of float sums (which training can amplify over many steps, as any change of kernel does).
+NCHW layout. The values are the same up to the order of float sums (which training can amplify
+over many steps, as any change of kernel does).
 
 Two things make it safe to switch on:
 
 * :func:`wants_channels_last` is the pure rule: ``True`` always, ``"auto"`` on a CPU device for
-  a network with a 2-D convolution (measured there; on a GPU the gain needs tensor cores and
-  is not measured here), ``False`` never.
+  a network with a 2-D convolution (on a GPU the gain needs tensor cores, and ``"auto"`` leaves
+  it off), ``False`` never.
 * :func:`match_state_layouts` gives every optimizer state tensor the strides of its parameter.
   Torch's fused SGD (``fused=True``, used by :class:`~lightning_hpo.builtin.models.ImageClassifier`)
   reads a momentum buffer as if it had its parameter's strides: a buffer restored from a
   checkpoint written in the other layout (a trial paused on a CPU and resumed on a GPU, or the
-  other way) would be applied to the wrong elements, silently (checked with torch 2.14 on a
-  CPU; CUDA's fused kernel is not checked here, and is given matching strides all the same).
+  other way) would be applied to the wrong elements, silently. CUDA's fused kernel is given
+  matching strides all the same.
 
 Example::
 

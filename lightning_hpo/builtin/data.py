@@ -4,8 +4,8 @@ Both yield ``(images, labels)`` batches with images of shape ``(N, 1, 28, 28)`` 
 normalised) and labels of shape ``(N,)`` (int64, 10 classes), so every model here fits both.
 
 * :class:`DigitsDataModule`: scikit-learn's bundled ``load_digits()`` (1,797 8x8 images), resized
-  to 28x28, with a seeded stratified train/validation split. No download, about 0.1 s to prepare
-  once per process (cached), so building many data modules in one process is cheap.
+  to 28x28, with a seeded stratified train/validation split. No download; prepared once per
+  process (cached), so building many data modules in one process is cheap.
 * :class:`FashionMNISTDataModule`: torchvision's ``FashionMNIST`` read from a local ``root``
   (train split for training, test split for validation); ``download=True`` fetches it where
   there is internet.

@@ -1,38 +1,19 @@
 """Image classifiers to tune: ``LeNet`` and ``DropoutMLP``, and the registry the config uses.
 
 Both are :class:`ImageClassifier` subclasses, which holds the one training/validation logic:
-plain SGD, cross-entropy, and three logged metrics (:attr:`ImageClassifier.LOGGED_METRICS`):
+plain SGD (the fused kernel where the device has one), cross-entropy, and three logged metrics
+(:attr:`ImageClassifier.LOGGED_METRICS`): ``train_loss`` and ``validation_loss`` (mean loss per
+example) and ``validation_error`` (share of misclassified validation examples), each over all
+DDP ranks. They are summed on the device during the epoch and logged once per epoch after one
+all-reduce, with the values ``self.log(..., on_epoch=True, sync_dist=True)`` would give: a
+per-step ``self.log`` costs host time that is a small network's whole step on a GPU.
 
-* ``train_loss``: mean training loss per example over the epoch (all DDP ranks together);
-* ``validation_loss``: mean validation loss per example (all DDP ranks together);
-* ``validation_error``: the share of misclassified validation examples (all ranks together).
-
-Per-step cost. The three are summed on the device during the epoch (one in-place add per step,
-no ``self.log`` per step, no host-device sync) and logged once per epoch (``train_loss`` from
-the epoch's last step, the validation metrics at validation's end), after a single all-reduce
-under DDP; the values are the batch-size-weighted means that ``self.log(..., on_epoch=True,
-sync_dist=True)`` gives, identical on every rank, and are seen by callbacks and loggers where
-they were before. Measured with lightning 2.6: each per-step ``self.log`` call cost about
-0.45 ms of Python (it walks the result's attributes to move it to the value's device), 21% of a
-LeNet run at batch 8 on CPU; on a GPU, where a small network's step is bound by the host, such
-overhead is the epoch's time.
-SGD uses the fused kernel (one launch for all parameters) on devices that have one. With
-``cuda_graphs=True`` (or ``"auto"``), on one CUDA device at 32-bit precision, the training
-step's forward, loss and backward are replayed from a CUDA graph after its first steps
-(:mod:`lightning_hpo.builtin._cuda_graph`): the optimiser step and everything Lightning does around
-it stay as they are. LeNet's epoch at batch 128 on an H100 took 0.33 s instead of 1.27 s
-(``bench_gpu.py``, 2026-11-27). The classes default to ``False``, since a callback of the
-user's may change the model during ``fit`` where a replay would not see it; the launcher, whose
-trials of a built-in model run only its own callbacks, gives them ``"auto"``.
-
-With ``channels_last=True`` (or ``"auto"``: on a CPU, for a network with a 2-D convolution)
-the network's weights, and so its activations, take the channels-last layout during ``fit``
-(:mod:`lightning_hpo.builtin._memory_format`): oneDNN's CPU convolutions are faster on it, and
-LeNet's ``fit`` on the digits took a median 0.87x the time (``benchmarks/bench_memory_format.py``).
-The classes default to ``False``, since a hook of the user's may ``view`` a convolution's output,
-which fails on those strides; the launcher gives its built-in models ``"auto"``, as for CUDA
-graphs. Whatever the setting, optimizer state restored from a checkpoint takes its parameters'
-layout before the first step (torch's fused SGD misreads a buffer laid out otherwise).
+``cuda_graphs`` replays the training step's forward, loss and backward from a CUDA graph on one
+CUDA device at 32-bit precision (:mod:`lightning_hpo.builtin._cuda_graph`); ``channels_last``
+trains in the channels-last layout, which oneDNN's CPU convolutions are faster on
+(:mod:`lightning_hpo.builtin._memory_format`). Both default to ``False`` in the classes, since a
+user's callback or hook may change the model or ``view`` an output where these would not hold;
+the launcher gives its built-in models ``"auto"``.
 
 Every hyperparameter is checked in ``__init__``; a bad one raises
 :class:`~lightning_hpo.errors.ConfigError` naming ``model.<name>``. Example::
@@ -157,9 +138,9 @@ class ImageClassifier(LightningModule):
 
     def __setattr__(self, name: str, value: Any) -> None:
         # Lightning sets ``_current_fx_name`` around every hook call, about 40 times a training
-        # step; ``nn.Module.__setattr__`` checks parameters, buffers and submodules each time
-        # (12% of a small network's step on CPU, lightning 2.6). For a string or None it ends
-        # in ``object.__setattr__`` anyway, so go there directly.
+        # step; ``nn.Module.__setattr__`` checks parameters, buffers and submodules each time,
+        # a noticeable share of a small network's step. For a string or None it ends in
+        # ``object.__setattr__`` anyway, so go there directly.
         if name == "_current_fx_name" and (value is None or isinstance(value, str)):
             object.__setattr__(self, name, value)
         else:

@@ -1,33 +1,23 @@
 """Data that fits in memory: decoded once per process, kept on the trial's device, batched by
 indexing.
 
-A launcher worker trains many trials in one process. :class:`TensorDataModule` makes each one
-after the first start on data that is already prepared: the decoded tensors stay in a small
-per-process cache keyed by :meth:`TensorDataModule.data_key` (batch size and worker count are not
-part of it), and the copy on the trial's device stays there too. Batches come from
-:class:`TensorBatches`: a random permutation per epoch, seeded, and one indexing operation per
-batch on the device, with no loader processes, no per-example ``__getitem__``, no collation and
-no host-to-device copy. The same code runs on CPU tensors, where it is also the fastest path.
+A launcher worker trains many trials in one process. :class:`TensorDataModule` keeps the decoded
+tensors in a per-process cache keyed by :meth:`TensorDataModule.data_key` (batch size and worker
+count are not part of it), and their copy on the trial's device too. :class:`TensorBatches`
+draws a seeded permutation per epoch and one indexing operation per batch on the device: no
+loader processes, no collation, no host-to-device copy. ``on_device`` says where the tensors go:
+``"auto"`` (default) on the trial's device when they fit (always on CPU; on CUDA when they take
+at most a quarter of the GPU's free memory), else a pinned ``DataLoader`` over the host tensors;
+``True`` on the device whatever its free memory; ``False`` always the ``DataLoader``. The path
+taken is in :attr:`TensorDataModule.data_path` and logged.
 
-Where the tensors go (``on_device``):
-
-* ``"auto"`` (default): on the trial's device when they fit: always on CPU; on CUDA when they
-  take at most a quarter of the GPU's free memory (other trials may share the GPU); otherwise
-  a ``DataLoader`` over the host tensors (pinned, ``num_workers`` processes), as before;
-* ``True``: on the device, whatever its free memory;
-* ``False``: always the ``DataLoader`` path.
-
-The path taken is in :attr:`TensorDataModule.data_path` after ``setup`` and in the log (logger
-``lightning_hpo.builtin.tensor_data``, INFO), e.g. ``"digits: tensors on cuda:0 (5.6 MB, reused)"``.
-
-Your own data gets the same by subclassing :class:`TensorDataModule` and writing two methods
-(see ``examples/own_datamodule.py``)::
+Shuffling follows :class:`torch.utils.data.DistributedSampler`: epoch ``e``'s order is
+``randperm(n)`` seeded with ``seed + e`` (``seed`` from rank 0, saved in checkpoints), so a
+resumed trial sees the batches it would have seen; under DDP each rank takes every
+``world_size``-th example. Your own data subclasses it with two methods (see
+``examples/own_datamodule.py``)::
 
     class Moons(TensorDataModule):
-        def __init__(self, batch_size: int = 64, noise: float = 0.1) -> None:
-            super().__init__(batch_size)
-            self.noise = noise
-
         def data_key(self) -> Hashable:
             return ("moons", self.noise)
 
@@ -35,14 +25,6 @@ Your own data gets the same by subclassing :class:`TensorDataModule` and writing
             x, y = make_moons(1000, noise=self.noise, random_state=0)
             x, y = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
             return (x[:800], y[:800]), (x[800:], y[800:])
-
-Shuffling follows :class:`torch.utils.data.DistributedSampler`: the order of epoch ``e`` is
-``randperm(n)`` from a generator seeded with ``seed + e``, where ``seed`` is the process's
-``torch.initial_seed()`` (what ``seed_everything`` set) taken from rank 0 and saved in
-checkpoints (``state_dict``). So an epoch's order does not depend on how many epochs ran before
-in this process, and a trial resumed from a checkpoint sees the batches it would have seen.
-Under DDP each rank takes every ``world_size``-th example of the (padded) permutation, as
-``DistributedSampler`` does.
 """
 
 from __future__ import annotations

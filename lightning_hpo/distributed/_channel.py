@@ -1,36 +1,25 @@
 """How rank 0 tells the other DDP ranks which trial runs, what it suggested, and how it ended.
 
-Lightning starts ranks 1..N-1 at the first ``fit`` by re-running the user's script, and keeps them
-for later ``fit`` calls. The values of the trial whose ``fit`` launched them reach them through
-their environment (:data:`TRIAL_ENV`, copied by Lightning's launcher), which also carries the
-path of a small mailbox that rank 0 keeps (a ``torch.distributed.FileStore`` in a private temporary
-folder). From then on rank 0 posts every message there, numbered, as JSON:
+Lightning starts ranks 1..N-1 at the first ``fit`` by re-running the user's script, and keeps
+them. The values of the trial whose ``fit`` launched them reach them through their environment
+(:data:`TRIAL_ENV`), which also carries the path of rank 0's mailbox (a
+``torch.distributed.FileStore`` in a private temporary folder: JSON messages, never pickles, no
+port). Rank 0 posts there, numbered:
 
-* ``["trial", study_name, number, index]`` when a trial begins (``index`` counts the trials
-  this process began), then ``["param", name, value]`` for each suggested value (so suggest
-  every hyperparameter before ``trainer.fit``);
-* ``["end", index]`` once rank 0's objective has returned or raised: a rank still waiting for a
-  value leaves the trial. Every other rank then says how the trial ended on it (ended, or
-  failed with its error) under the trial's index, and rank 0 waits for them
-  (:meth:`LeaderChannel.end_trial`): a trial that failed on any rank inside ``fit`` leaves
-  some ranks in a collective that the others left, so ``optimize`` cannot go on, on any rank;
-  a rank that fails destroys its process group first, which breaks the others out of it;
-* ``["stop"]`` when an ``optimize`` call ends (rank 0 waits until every rank took it, up to
-  :data:`STOP_ACK_S` seconds, since its exit deletes the mailbox): a script may then call
-  ``optimize`` again, on the same study or another one, and every rank follows each call in
-  order;
-* ``["error", {...}]`` when rank 0's ``optimize`` ends with an exception: the other ranks raise
-  the same exception (or :class:`LeaderError` with its text), so every rank exits with the error.
+* ``["trial", study_name, number, index]`` when a trial begins, then ``["param", name, value]``
+  for each suggested value (so suggest every hyperparameter before ``trainer.fit``);
+* ``["end", index]`` once rank 0's objective returned or raised; every other rank answers how
+  the trial ended on it, and rank 0 waits for them (:meth:`LeaderChannel.end_trial`): a trial
+  that failed on any rank inside ``fit`` ends ``optimize`` on every rank;
+* ``["stop"]`` when an ``optimize`` call ends (rank 0 waits up to :data:`STOP_ACK_S` seconds for
+  every rank to take it), so a script may call ``optimize`` again;
+* ``["error", {...}]`` when rank 0's ``optimize`` raises: the other ranks raise the same
+  exception (or :class:`LeaderError` with its text).
 
-Why a mailbox and not ``broadcast_object_list`` on the training process group: posting never
-blocks rank 0, whatever the other ranks are doing. When rank 0's objective raises *inside*
-``fit``, the other ranks wait in a gradient all-reduce that rank 0 will never join; a broadcast
-there would hang both sides. Rank 0 posts the error, gives the ranks :data:`ERROR_ACK_S` seconds
-to take it, and if they do not (they are stuck in a collective) destroys its process group, which
-breaks them out of it with an error; they then read the error from the mailbox and raise it.
-
-Messages are JSON, never pickles, and the mailbox is a file only this user can read: no port
-listens for it.
+A mailbox, not ``broadcast_object_list``: posting never blocks rank 0, and when rank 0 raises
+inside ``fit`` the others wait in an all-reduce it will never join, where a broadcast would hang
+both sides. Rank 0 then gives them :data:`ERROR_ACK_S` seconds to take the error, else destroys
+its process group, which breaks them out of the collective to read it.
 """
 
 from __future__ import annotations

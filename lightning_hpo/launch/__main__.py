@@ -42,7 +42,7 @@ os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 #: What Ctrl-C before the first trial says (exit 130), whenever it comes.
 STOPPED_STARTING = "stopped by SIGINT while starting; no trial had started"
 
-try:  # Ctrl-C in the command's first tenth of a second: the same line, not a traceback
+try:  # Ctrl-C in the command's first moments: the same line, not a traceback
     from lightning_hpo.errors import EXIT_BAD_INPUT, ConfigError, WorkerError
     from lightning_hpo.launch.config.files import read_config, resolve_config, shipped_configs
     from lightning_hpo.launch.processes.early import EarlyWorkers, start_early
@@ -54,7 +54,7 @@ except KeyboardInterrupt:
     fast_exit(128 + int(signal.SIGINT))
 
 # The rest (Optuna, rich, the supervisor) is imported in main(), after the workers have started
-# (lightning_hpo.launch.processes.early): a third of a second they spend importing torch meanwhile.
+# (lightning_hpo.launch.processes.early), so that the workers import torch meanwhile.
 
 EXIT_STORAGE_LOST = 1  # the storage stopped answering mid-run (a proxy or database server gone)
 EXIT_WORKER = 1  # the worker checking the config died before it answered

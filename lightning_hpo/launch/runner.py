@@ -252,7 +252,7 @@ def launch(
             if early is not None:  # started for another plan than the run's: not used
                 early.abort()
             sup.start_held(check=True)
-        from lightning_hpo.launch.status import Display, summary  # meanwhile (0.15 s)
+        from lightning_hpo.launch.status import Display, summary  # meanwhile
         from lightning_hpo.launch.study.creation import config_changes, open_study, study_lock
         from lightning_hpo.launch.study.trials import recover_stale_trials
 

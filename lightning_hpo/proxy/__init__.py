@@ -1,43 +1,28 @@
 """``python -m lightning_hpo.proxy STORAGE``: Optuna's gRPC storage proxy, plus lightning_hpo's.
 
-Hundreds of workers each holding database connections can exhaust a PostgreSQL server. Optuna's
-gRPC storage proxy (Optuna 4.2+) puts one process in front of the database: workers talk to it
-(``storage: grpc://host:port``) and it alone holds connections. This server is Optuna's proxy
-with a second service on the same port, ``lightning_hpo.Proxy``
-(:mod:`lightning_hpo.proxy._service`), for what Optuna's storage API does not carry:
+Optuna's gRPC storage proxy (Optuna 4.2+) puts one process in front of the database, so that
+many workers (``storage: grpc://host:port``) do not each hold connections. This server is
+Optuna's proxy with a second service on the same port, ``lightning_hpo.Proxy``
+(:mod:`lightning_hpo.proxy._service`), for what Optuna's storage API does not carry: the rung
+records (the database's own table, shared with launchers on the database), the launcher's claims
+of WAITING trials, and its ``setup``/``schedule`` study locks, held for as long as a launcher's
+call lasts. A launcher behind a plain ``optuna.storages.run_grpc_proxy_server`` stops with
+``storage: the gRPC proxy at ... has no lightning_hpo service``.
 
-* ASHA's and Hyperband's rung records, kept in the database's own records table, as launchers
-  on the database keep them (they and launchers through the proxy share the records);
-* the launcher's claims (WAITING -> RUNNING, serialised on SQLite as on the database);
-* the launcher's ``setup``/``schedule`` study locks, taken on the database (an advisory lock
-  on PostgreSQL and MySQL, a file lock beside SQLite) on behalf of a launcher, for as long as
-  its call lasts: a launcher that dies lets go.
-
-A plain ``optuna.storages.run_grpc_proxy_server`` serves studies too, but a launcher or an ASHA
-pruner behind it stops with ``storage: the gRPC proxy at ... has no lightning_hpo service``.
-
-Beyond loopback (``--host 0.0.0.0``, a host name) the proxy requires a token, read from a file
-only its owner can read (``--token-file``), on every call of both services; ``--tls-cert`` and
-``--tls-key`` turn TLS on (:mod:`lightning_hpo.proxy._auth`). Clients name the token file and
-the certificate in the URL (``grpc://HOST:PORT?token_file=PATH&tls_ca=CERT``) or the
-environment (``LIGHTNING_HPO_PROXY_TOKEN``, ``LIGHTNING_HPO_PROXY_TOKEN_FILE``,
-``LIGHTNING_HPO_PROXY_TLS_CA``).
-
-The storage behind the proxy is an SQLite database or a database server. Optuna's proxy does not
-serve journal files (Optuna issue 6084); Optuna's RDB heartbeat is not carried either, so
-``heartbeat:`` needs the database URL, not the proxy.
+Beyond loopback the proxy requires a token (``--token-file``, a file only its owner can read) on
+every call; ``--tls-cert`` and ``--tls-key`` turn TLS on (:mod:`lightning_hpo.proxy._auth`).
+Clients name them in the URL (``grpc://HOST:PORT?token_file=PATH&tls_ca=CERT``) or the
+environment (``LIGHTNING_HPO_PROXY_TOKEN``, ``..._TOKEN_FILE``, ``..._TLS_CA``). Behind it: an
+SQLite database or a database server, not a journal file (Optuna's proxy does not serve one);
+``heartbeat:`` needs the database URL, since the proxy does not carry Optuna's heartbeat.
 
 Example::
 
-    (umask 077; openssl rand -hex 32 > ~/.hpo-token)      # once; the home folder is shared
     python -m lightning_hpo.proxy postgresql://hpo:secret@db/studies --host 0.0.0.0 --port 13000 \
         --token-file ~/.hpo-token
     # on every machine:  storage: grpc://proxy-host:13000?token_file=~/.hpo-token   in the config
 
-or in Python::
-
-    server, port = serve("sqlite:///runs/all.db", host="localhost", port=0)  # a free port
-    ...
+    server, port = serve("sqlite:///runs/all.db", host="localhost", port=0)  # in Python
     server.stop(grace=None)
 """
 

@@ -1,26 +1,16 @@
 """ASHA and Hyperband as Optuna pruners, with their rung records in the study's storage.
 
-**The decision, on one screen.** A trial is compared with the others at *rungs*, epochs
-``min_resource * reduction_factor**k`` (:mod:`lightning_hpo.pruners.rungs`). When one of its reports
-first reaches a rung, its value is recorded there, in the study's storage where every process
-sees it (:mod:`lightning_hpo.pruners._store`, which returns two counts: the ``n`` values at the
-rung,
-its own included, and the ``n_better`` strictly better ones), and :func:`asha_continues` decides:
-the trial continues iff ``n_better < max(1, n // reduction_factor)``. :func:`_asha_prune`, right
-below it, is the whole decision; both pruners call it, Hyperband in the trial's own bracket.
-
-**Several objectives** (an Optuna study with ``directions=[...]``): Optuna's ``trial.report``
-refuses such a study, so each epoch's values are the trial user attribute
-:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (the
-:class:`~lightning_hpo.callbacks.PruningCallback` writes it, :func:`~lightning_hpo.schema.
-objective_curve` reads it), the rung's records are lists of values
-(:mod:`lightning_hpo.pruners._vectors`), and the rank is the trial's place in
-:func:`lightning_hpo.pareto.pareto_order` (Pareto fronts, an epsilon-net within each, NaN last,
-ties to the lower number): it continues iff it is among the first ``max(1, n // eta)``.
-
-Steps are epochs completed, counted from 1 (``trial.report(value, step=epoch + 1)``), as
-:class:`~lightning_hpo.callbacks.PruningCallback` reports them. The first time a pruner decides
-for a study it writes its settings as the study system attribute
+A trial is compared with the others at *rungs*, epochs ``min_resource * reduction_factor**k``
+(:mod:`lightning_hpo.pruners.rungs`). When one of its reports first reaches a rung, its value
+is recorded there, where every process sees it (:mod:`lightning_hpo.pruners._store`, which
+returns the ``n`` values at the rung, its own included, and the ``n_better`` strictly better
+ones), and the trial continues iff ``n_better < max(1, n // reduction_factor)``
+(:func:`asha_continues`; :func:`_asha_prune` is the whole decision, Hyperband's in the trial's
+own bracket). With several objectives, each epoch's values are the trial attribute
+:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (Optuna's ``trial.report`` refuses
+such a study), and the rank is the trial's place in :func:`lightning_hpo.pareto.pareto_order`.
+Steps are epochs completed, counted from 1, as :class:`~lightning_hpo.callbacks.PruningCallback`
+reports them. A pruner's first decision writes its settings as
 :data:`~lightning_hpo.schema.PRUNER_ATTR`, for reports.
 
 Example::

@@ -2,32 +2,17 @@
 
 A record is ``(bracket, rung, trial_number, value)``: the value a trial had when it first reached
 a rung. Records are insert-only and idempotent per ``(study, bracket, rung, trial)``, so two
-processes reaching a rung at the same moment never lose one, and a repeated report never counts
-twice. A pruning decision reads only the records of its rung, never the study's trials (Optuna's
-``SuccessiveHalvingPruner`` scans every trial on each decision; a fresh process then loads them
-all first).
+processes reaching a rung at once never lose one and a repeated report never counts twice. A
+decision reads only its rung's records. The :class:`~lightning_hpo.pruners._records.RungStore`
+chosen from the study's storage:
 
-Three implementations behind :class:`~lightning_hpo.pruners._records.RungStore`, chosen from the
-study's storage:
+* :class:`~lightning_hpo.pruners._table.TableRungStore` for RDB storages: our own table,
+  ``lightning_hpo_rung_records``, in the same database (only that module imports SQLAlchemy);
+* :class:`_AttrRungStore` for every other storage: study system attributes
+  ``lightning_hpo:rung:{bracket}:{rung}:{trial_number} -> value``, indexed per process;
+* :class:`_ProxyRungStore` for the gRPC proxy: its service (:mod:`lightning_hpo.proxy`) uses that.
 
-* :class:`~lightning_hpo.pruners._table.TableRungStore` for RDB storages (SQLite, PostgreSQL,
-  MySQL; its own module, so that only they import SQLAlchemy): a table of our own,
-  ``lightning_hpo_rung_records``, in the same database. Recording is an ``INSERT`` (a unique-key
-  violation means the record is already there); a decision is one ``SELECT`` of two counts
-  over the rung's slice of an index.
-* :class:`_AttrRungStore` for every other storage (in-memory, journal, third-party): study system
-  attributes ``lightning_hpo:rung:{bracket}:{rung}:{trial_number} -> value``, with a per-process
-  incremental index (one sorted list per rung, answered with :mod:`bisect`) where the storage
-  lists new attributes last (Optuna's in-memory and journal storages), a full read otherwise.
-* :class:`_ProxyRungStore` for Optuna's gRPC proxy (``grpc://``): each operation is one call to
-  lightning_hpo's service on the proxy (:mod:`lightning_hpo.proxy`), which runs it on the
-  proxy's own store of the database behind it, the table above: launchers through the proxy
-  and launchers on the database share one set of records.
-
-The store only counts; the rule that turns ``(n, n_better)`` into a decision is
-:func:`lightning_hpo.pruners._asha.asha_continues`.
-
-Example::
+The store only counts; :func:`lightning_hpo.pruners._asha.asha_continues` decides. Example::
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -84,7 +69,7 @@ def open_rung_store(study: optuna.Study) -> RungStore:
 def rung_store_of(storage: BaseStorage, study_id: int) -> RungStore:
     """The rung store of study ``study_id`` of ``storage`` (unwrapped from Optuna's cache)."""
     if isinstance(storage, RDBStorage):
-        # SQLAlchemy's import costs every worker 0.15 s; only SQL storages need it
+        # SQLAlchemy's import adds to every worker's start; only SQL storages need it
         from lightning_hpo.pruners._table import TableRungStore
 
         return TableRungStore(storage.engine, study_id)

@@ -1,33 +1,21 @@
 """Rung arithmetic for successive halving, ASHA and Hyperband: pure functions, no I/O, no Optuna.
 
 A *rung* is a resource level (epochs completed, counted from 1) at which a trial is compared with
-the other trials that reached it. Rungs are ``min_resource * reduction_factor**k`` for
-``k = 0, 1, ...``; with a ``max_resource`` the ladder stops there and ``max_resource`` is the last
-rung even when it is not a power level (``min_resource=2, max_resource=10, reduction_factor=2``
-gives rungs 2, 4, 8, 10). Without ``max_resource`` the ladder has no top: :func:`rung_levels`
-then lists the rungs up to a step you name (``up_to``) and :func:`next_rung_level` walks it.
+the other trials that reached it. Rungs are ``min_resource * reduction_factor**k``; with a
+``max_resource`` the ladder stops there and ``max_resource`` is the last rung even when it is not
+a power level. Without one the ladder has no top (:func:`rung_levels` takes ``up_to``). Which
+trials continue at a rung is :func:`lightning_hpo.pruners._asha.asha_continues`'s rule.
+Hyperband's brackets (:func:`hyperband_brackets`, :func:`trial_allocation_budgets`,
+:func:`bracket_of`) reproduce Optuna's ``HyperbandPruner`` bookkeeping with exact integers, and
+the synchronous schedules' rounds are here too (:func:`successive_halving_plan`,
+:func:`hyperband_rounds`, :func:`round_epochs`): the one place rungs are counted.
 
-Which trials continue at a rung is the pruner's rule, not arithmetic of the ladder: see
-:func:`lightning_hpo.pruners._asha.asha_continues`.
-
-Hyperband (Li et al., "Hyperband: A Novel Bandit-Based Approach to Hyperparameter
-Optimization", JMLR 2018) runs several such ladders, *brackets*, with a growing minimum
-resource; :func:`hyperband_brackets`, :func:`trial_allocation_budgets` and :func:`bracket_of`
-reproduce Optuna's ``HyperbandPruner`` bookkeeping with exact integer arithmetic. The
-synchronous schedules' rounds are here too (:func:`successive_halving_plan`,
-:func:`hyperband_rounds`, :func:`round_epochs`): this module is the one place rungs are counted.
-
-**One argument order** across the package: ``min_resource, max_resource, reduction_factor``,
-Optuna's ``HyperbandPruner``'s (:class:`~lightning_hpo.pruners._asha.HyperbandPruner`, the
-schedules,
-:func:`hyperband_brackets`, :func:`trial_allocation_budgets`, :func:`hyperband_rounds`). Where a
-signature mirrors Optuna's ``SuccessiveHalvingPruner(min_resource, reduction_factor)``, or used
-that order before (:class:`~lightning_hpo.pruners._asha.ASHAPruner`, :func:`rung_levels`,
+**One argument order**: ``min_resource, max_resource, reduction_factor``, Optuna's
+``HyperbandPruner``'s. Where a signature mirrors ``SuccessiveHalvingPruner(min_resource,
+reduction_factor)`` (:class:`~lightning_hpo.pruners._asha.ASHAPruner`, :func:`rung_levels`,
 :func:`next_rung_level`, :func:`successive_halving_plan`), ``max_resource`` and
-``reduction_factor`` are keyword-only, so a call written in the other order fails instead of
-meaning something else.
-
-Example::
+``reduction_factor`` are keyword-only, so a call in the other order fails instead of meaning
+something else. Example::
 
     >>> rung_levels(1, max_resource=27, reduction_factor=3)
     [1, 3, 9, 27]

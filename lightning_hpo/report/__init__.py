@@ -2,75 +2,29 @@
 
 The report reads the study and writes nothing to it. It understands what the launcher stores
 per trial (slot, device, start and end times, one end time per epoch) and falls back on
-Optuna's own ``datetime_start``/``datetime_complete`` for plain Optuna studies, saying in one
-line what it cannot draw for them (:func:`limitations`).
+Optuna's ``datetime_start``/``datetime_complete`` for plain Optuna studies, saying in one line
+what it cannot draw for them (:func:`limitations`). The CLI prints and writes exactly these::
 
-Python API (the CLI prints and writes exactly these)::
+    from lightning_hpo.report import (StudySnapshot, compare, curves_frame, incumbent_frame,
+                                      load, summarize, trials_frame, write_report)
 
-    from lightning_hpo.report import (
-        StudySnapshot, load, trials_frame, curves_frame, incumbent_frame, compare, summarize,
-        write_report,
-    )
-
-    study = load("runs/quickstart.journal")            # or load(url, "study-name")
-    trials = trials_frame(study)                       # one row per started trial
-    snap = StudySnapshot.read(study)                   # or read it once for several tables:
-    curves = curves_frame(snap)                        # one row per reported epoch
-    inc = incumbent_frame(snap)                        # best-so-far over wall-clock
-    rungs = rungs_frame(snap)                          # the pruner's rung records
-    segments = segments_frame(snap)                    # where and when each trial trained
+    snap = StudySnapshot.read(load("runs/quickstart.journal"))  # or load(url, "study-name")
+    trials_frame(snap), curves_frame(snap), incumbent_frame(snap)  # pandas DataFrames
     summarize(snap)["best_value"]                      # best value reported at any epoch
-    summarize(snap)["device_seconds"]                  # compute spent, device-seconds
-    summarize(snap)["paused"]                          # trials waiting between segments
     paths = write_report(snap, "reports/quickstart")   # {"trials.csv": Path, ..., "rungs.png": ...}
-
-    asha, rs = load("runs/asha.journal"), load("runs/random.journal")
-    compare([asha, rs])                                # time/epochs to reach the other's best
-
-A study with several objectives (Optuna's ``directions=[...]``, each epoch's values in the
-trial attribute ``objective_values``) has no single best: its trials stand on Pareto fronts
-(:mod:`.fronts` states the rules) and its progress is a hypervolume::
-
-    snap = StudySnapshot.read(load("runs/moasha.journal"))
-    snap.info.metrics, snap.info.directions            # ("validation_error", "latency_ms"), ...
-    trials = trials_frame(snap)                        # front (final values), best_front (any
-    trials[trials["front"] == 0]                       # epoch), values_<metric> per objective
-    curves_frame(snap)                                 # + values_<metric>, one per objective
-    hv = hypervolume_frame(snap)                       # hypervolume so far, over wall-clock
-    hv.attrs["reference"]                              # its reference point (snap.reference)
-    summarize(snap)["hypervolume"]                     # of every value reported, any epoch
-    summarize(snap)["pareto_complete_trials"]          # COMPLETE trials on the front
-    plot_pareto(trials, snap.info, reference=snap.reference)
-    write_report(snap, "reports/moasha")               # pareto.png, hypervolume.png,
-                                                       # learning_curves_<metric>.png, ...
-    moasha, rs = load("runs/moasha.journal"), load("runs/mo-random.journal")
-    compare([moasha, rs])                              # time/epochs to reach the other's
-                                                       # final hypervolume, bounded by
-    Comparison.of([moasha, rs]).reference              # one reference point for both
-
-A study trained by steps (``PruningCallback(..., resource="step")``, which writes so in the
-study) is reported in steps: ``snap.info.resource`` is ``"step"``, and every ``epochs`` column,
-``epochs_spent`` and ``summarize(snap)["epochs"]`` count optimizer steps (a trial's, up to its
-last report); the terminal and the plots say steps. Studies by steps and by epochs do not
-compare.
+    compare([load("runs/asha.journal"), load("runs/random.journal")])  # time to the other's best
 
 Every table, :func:`summarize`, :func:`limitations` and :func:`write_report` take a study (read
-on the spot) or a :class:`StudySnapshot` (read once: the CLI reads each study once and builds
-everything from it). Plots are :mod:`lightning_hpo.report.plots` functions that take these
-frames and return a matplotlib ``Figure`` (Agg canvas, no display needed).
+on the spot) or a :class:`StudySnapshot` (read once). A study with several objectives is ranked
+on Pareto fronts and its progress is a hypervolume (:func:`hypervolume_frame`,
+:func:`plot_pareto`); one trained by steps is reported in steps (``snap.info.resource``).
 
-The modules, one concern each, in the order they build on each other: :mod:`.opening` (a study
-from a storage spec), :mod:`.info` (what the study is: metric(s), direction(s), the pruner's
-rungs), :mod:`.fronts` (several objectives: Pareto fronts and hypervolume, pure),
-:mod:`.snapshot` (the trials read once), :mod:`.tables` (the DataFrames; ``_spending``: the
-compute spent so far), :mod:`.summary` (counts, best values, what cannot be drawn),
-:mod:`.comparison`, :mod:`.plots` (one figure per module) and :mod:`.files` (CSV and PNG
-files). They read the study through :mod:`lightning_hpo.storage`,
-:mod:`lightning_hpo.schema` and the rung records only, and rank several objectives with the
-pure :mod:`lightning_hpo.pareto`: nothing of the launcher or the pruners.
-
-The names below are imported on first use, so that ``lightning_hpo.report.snapshot`` (which the
-launcher's closing summary reads) costs no pandas or matplotlib import.
+The modules, in the order they build on each other: :mod:`.opening`, :mod:`.info`,
+:mod:`.fronts`, :mod:`.snapshot`, :mod:`.tables`, :mod:`.summary`, :mod:`.comparison`,
+:mod:`.best_config`, :mod:`.plots` and :mod:`.files`. They read the study through
+:mod:`lightning_hpo.storage`, :mod:`lightning_hpo.schema` and the rung records only: nothing
+of the launcher or the pruners. The names below are imported on first use, so that
+:mod:`.snapshot` (which the launcher's closing summary reads) costs no pandas or matplotlib.
 """
 
 from __future__ import annotations

@@ -1,33 +1,18 @@
 """Several objectives in the report: each trial's Pareto front and the hypervolume so far.
 
-Pure: points in, numbers out; :mod:`lightning_hpo.pareto` does the dominance, the sorting and
-the volumes. A *point* is one report of a trial, one value per objective in the study's order.
-The report's rules, stated once (the tables, the summary, the plots and the CLI follow them):
+Pure (:mod:`lightning_hpo.pareto` does the dominance, sorting and volumes). A *point* is one
+report of a trial, one value per objective. The rules the tables, summary, plots and CLI follow:
 
-* **front** (final values): the non-dominated sorting of the COMPLETE trials' final values
-  (Optuna's ``trial.values``), :func:`lightning_hpo.pareto.front_ranks`: 0 for the Pareto front,
-  1 for the front of what is left, and so on. Equal points share a front. A trial with no final
-  values (PRUNED, FAIL, RUNNING) or with a NaN among them has none. Infinite values compare as
-  numbers (as in :func:`lightning_hpo.pareto.dominates`), so the front is Optuna's
-  ``study.best_trials``.
-* **best front** (at any epoch), the counterpart of one objective's "best value reported at any
-  epoch": every trial offers its own Pareto-optimal points among everything it reported (one
-  point per epoch, and its final values when COMPLETE); these are sorted into fronts together,
-  and a trial's best front is the lowest front of its points, its best step the earliest epoch
-  with a point there (a final value counts at its last epoch) and its best point that point's
-  values. Best front 0: at some epoch the trial reported values that nothing any trial reported
-  dominates (a point its own trial dominates is never on that front, so offering only the
-  Pareto-optimal ones changes no trial's front 0; later fronts are those of the offered points).
-  Points with a NaN are left out; infinite values compare as numbers, as for the front.
+* **front**: :func:`lightning_hpo.pareto.front_ranks` of the COMPLETE trials' final values (0 is
+  Optuna's ``study.best_trials``); a trial with no final values, or a NaN among them, has none.
+* **best front** (at any epoch): each trial offers its Pareto-optimal points among all it
+  reported; these are sorted into fronts together, and a trial's best front is the lowest of its
+  points', its best step the earliest epoch with a point there. Points with a NaN are left out.
 * **reference point**: unless given, :func:`lightning_hpo.pareto.reference_point` of every
-  finite point the study reported (each epoch's and the final values): each objective's worst
-  value plus a tenth of its range, so every point counts. A comparison uses one reference point
-  computed from the points of every study compared.
+  finite point reported (each objective's worst value plus a tenth of its range); a comparison
+  uses one computed from every study compared.
 * **hypervolume so far** (:class:`HypervolumeTrace`): the volume the points reported up to a
-  moment dominate, bounded by the reference point (higher is better); it never decreases.
-  Points with a NaN or infinite value add nothing to it.
-
-Example::
+  moment dominate, bounded by the reference point; it never decreases. Example::
 
     >>> minimize = (True, True)
     >>> fronts = trial_fronts(

@@ -1,30 +1,17 @@
 """A study read once: its trials with their timings resolved, and the pruner's rung records.
 
-:class:`StudySnapshot` is what every table, the summary, the comparison, the plots' inputs and the
-CLI are built from. Each public report function takes a study or a snapshot: given a study it
-reads one; given a snapshot it reads nothing, so several tables of one study agree with each
-other and cost one read of the storage.
-
-Times are unix seconds. Studies made by the launcher carry per-trial timing attributes
-(:class:`lightning_hpo.schema.ATTR`); for a plain Optuna study a trial's start and end fall back
-on Optuna's ``datetime_start``/``datetime_complete`` (``timing="optuna"``) and its epoch end
-times are unknown (``None``). Trials still WAITING in the queue (never started) are left out of
-:attr:`StudySnapshot.trials` and counted in :attr:`StudySnapshot.counts`.
-
-Under the pausing schedules (``sync_sh``, ``sync_hyperband``, ``mode: promotion``) and crash
-resume a trial trains in several :class:`Segment` s, possibly on different slots, and waits
-in between: it stays RUNNING in Optuna's terms with a :class:`Pause` (its
-:attr:`TrialRecord.status` is then ``PAUSED``). What another tool wrote under those
-attributes is read as far as it makes sense and otherwise ignored.
-
-In a study with several objectives (``directions=[...]``) a trial's reports are its
-:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (one point per epoch, read with
-:func:`~lightning_hpo.schema.objective_curve`: Optuna's intermediate values stay empty there),
-its final values Optuna's ``trial.values``; :attr:`StudySnapshot.fronts` places each trial on
-the Pareto fronts (:mod:`lightning_hpo.report.fronts` states the rules) and the rung records
-are the pruner's vectors (:attr:`StudySnapshot.vector_records`).
-
-Example::
+:class:`StudySnapshot` is what every table, the summary, the comparison, the plots and the CLI
+are built from: given a study a report function reads one; given a snapshot it reads nothing, so
+several tables of one study agree and cost one read. Times are unix seconds. Launcher studies
+carry per-trial timing attributes (:class:`lightning_hpo.schema.ATTR`); for a plain Optuna study
+a trial's start and end fall back on Optuna's ``datetime_start``/``datetime_complete``
+(``timing="optuna"``) and its epoch end times are ``None``. Trials still WAITING are left out of
+:attr:`StudySnapshot.trials` and counted in :attr:`StudySnapshot.counts`. A trial of a pausing
+schedule trains in several :class:`Segment` s and stays RUNNING in between with a :class:`Pause`
+(status ``PAUSED``). With several objectives a trial's reports are its
+:data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>`
+(:func:`~lightning_hpo.schema.objective_curve`), and :attr:`StudySnapshot.fronts` places it on
+the Pareto fronts. Example::
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -2,40 +2,18 @@
 
 Every function takes an Optuna study (read on the spot) or a
 :class:`~lightning_hpo.report.StudySnapshot` (read once, shared by several tables, which then
-agree with each other) and writes nothing to the study. What cannot be known for a plain Optuna
-study (slots, epoch end times) is left empty (NaN), which :func:`~lightning_hpo.report.limitations`
-spells out.
-
-Times are unix seconds (``*_time``) or seconds since the study's first trial started
-(``*_s``, "elapsed"). Trials still WAITING in the queue (never started) are left out of every
-table and counted by :func:`~lightning_hpo.report.summarize`. Every ``state`` column is
-Optuna's (a trial paused between two segments is RUNNING there) and every ``status`` column
-what the report shows (``PAUSED`` for such a trial, else the state); :func:`trials_frame` says
-where and why each paused trial waits, and :func:`segments_frame` lists each trial's training
-segments.
-
-"Best" means the best value any trial reported at any epoch (a PRUNED trial's epoch 3 counts as
-much as a COMPLETE trial's final value: the launcher keeps each trial's best checkpoint), as in
-multi-fidelity tools' incumbent plots; the best COMPLETE trial is given beside it
-(``best_complete_*``).
-
-With several objectives there is no single best: :func:`trials_frame` gives each trial's
-Pareto fronts (``front``: its final values among the COMPLETE trials'; ``best_front``: the
-best of every value it reported, at any epoch; :mod:`lightning_hpo.report.fronts` states the
-rules) and one column per objective (``values_<metric>``, as Optuna's ``trials_dataframe``
-names them); :func:`curves_frame` and :func:`rungs_frame` add one column per objective, and
+agree with each other) and writes nothing to the study. What a plain Optuna study cannot tell
+(slots, epoch end times) is left NaN, as :func:`~lightning_hpo.report.limitations` says. Times
+are unix seconds (``*_time``) or seconds since the study's first trial started (``*_s``).
+Trials still WAITING are left out and counted by :func:`~lightning_hpo.report.summarize`;
+``state`` is Optuna's and ``status`` what the report shows (``PAUSED`` for a trial between two
+segments). "Best" is the best value any trial reported at any epoch (the launcher keeps each
+trial's best checkpoint), with the best COMPLETE trial beside it (``best_complete_*``). With
+several objectives, :func:`trials_frame` gives each trial's Pareto ``front`` and ``best_front``
+(:mod:`lightning_hpo.report.fronts`) and ``values_<metric>`` columns, and
 :func:`hypervolume_frame` takes the place of :func:`incumbent_frame`.
 
 Example::
-
-    from lightning_hpo.report import StudySnapshot, load, trials_frame, curves_frame
-
-    study = load("runs/quickstart.journal")           # the storage's only study
-    trials = trials_frame(study)                      # one row per trial
-    trials.sort_values("rank")[["trial", "state", "best_value", "best_step", "params_lr"]]
-    snap = StudySnapshot.read(study)                  # read once, then every table from it
-    curves, inc = curves_frame(snap), incumbent_frame(snap)
-    inc[["elapsed_s", "best", "best_complete"]]       # best so far, wall-clock
 
     >>> import optuna
     >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -46,21 +24,6 @@ Example::
     True
     >>> float(incumbent_frame(snap)["best"].iloc[-1]) == study.best_value
     True
-    >>> import warnings
-    >>> two = optuna.create_study(directions=["minimize", "minimize"])
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore")  # Optuna calls set_metric_names experimental
-    ...     two.set_metric_names(["error", "latency_ms"])
-    >>> for point in [(0.1, 30.0), (0.2, 10.0), (0.3, 40.0)]:
-    ...     _ = two.tell(two.ask(), list(point))
-    >>> trials_frame(two)[["trial", "front", "values_error", "values_latency_ms"]]
-       trial  front  values_error  values_latency_ms
-    0      0      0           0.1               30.0
-    1      1      0           0.2               10.0
-    2      2      1           0.3               40.0
-    >>> hv = hypervolume_frame(two)  # reference: each worst value + a tenth of its range
-    >>> hv.attrs["reference"], hv["hypervolume"].round(3).tolist()
-    ((0.32, 43.0), [2.86, 5.26, 5.26])
 """
 
 from __future__ import annotations
@@ -497,8 +460,22 @@ def hypervolume_frame(
 
     Example::
 
-        >>> hv = hypervolume_frame(study)  # doctest: +SKIP
-        >>> hv.loc[hv["improved"], ["elapsed_s", "hypervolume", "front_size"]]  # doctest: +SKIP
+        >>> import optuna, warnings
+        >>> optuna.logging.set_verbosity(optuna.logging.WARNING)
+        >>> two = optuna.create_study(directions=["minimize", "minimize"])
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # Optuna calls set_metric_names experimental
+        ...     two.set_metric_names(["error", "latency_ms"])
+        >>> for point in [(0.1, 30.0), (0.2, 10.0), (0.3, 40.0)]:
+        ...     _ = two.tell(two.ask(), list(point))
+        >>> trials_frame(two)[["trial", "front", "values_error", "values_latency_ms"]]
+           trial  front  values_error  values_latency_ms
+        0      0      0           0.1               30.0
+        1      1      0           0.2               10.0
+        2      2      1           0.3               40.0
+        >>> hv = hypervolume_frame(two)  # reference: each worst value + a tenth of its range
+        >>> hv.attrs["reference"], hv["hypervolume"].round(3).tolist()
+        ((0.32, 43.0), [2.86, 5.26, 5.26])
     """
     snap = StudySnapshot.of(source)
     info = snap.info

@@ -2,19 +2,18 @@
 
 A spec with ``://`` is an SQLAlchemy URL for Optuna's ``RDBStorage`` (``sqlite:///runs/a.db``,
 ``postgresql://user:secret@host/db``), or ``grpc://host:port``, Optuna's gRPC storage proxy in
-front of one (``python -m lightning_hpo.proxy``: many workers, one set of database connections);
-any other string is the path of a journal file, Optuna's fastest storage for one machine
-(``runs/lenet.journal``), which ``optuna-dashboard`` opens too.
+front of one (``python -m lightning_hpo.proxy``); any other string is the path of a journal file
+(``runs/lenet.journal``). A proxy that requires a token, or speaks TLS, takes the token's file
+and the certificate in the URL (``grpc://host:port?token_file=~/.hpo-token&tls_ca=cert.pem``) or
+the environment (:data:`TOKEN_ENV`, :data:`TOKEN_FILE_ENV`, :data:`TLS_CA_ENV`); never the token
+itself, since specs are printed (masked by :func:`mask`).
 
-A proxy that requires a token, or speaks TLS, takes the token's file and the certificate in the
-URL, ``grpc://host:port?token_file=~/.hpo-token&tls_ca=cert.pem``, or in the environment
-(:data:`TOKEN_ENV`, :data:`TOKEN_FILE_ENV`, :data:`TLS_CA_ENV`); never the token itself, since
-specs are printed and recorded (masked: ``mask`` hides a ``token=`` as it hides a password).
-
-:class:`StorageSpec` is the one reading of a spec that every module uses: its kind, its file and
-lock files, its masked text; :meth:`StorageSpec.check` looks at it without writing anything (the
-launcher's ``--check`` and its checks before a study is created) and :meth:`StorageSpec.open`
-opens it for use (:func:`check_storage` and :func:`open_storage` are the same for a string).
+:class:`StorageSpec` is the one reading of a spec every module uses; :meth:`StorageSpec.check`
+looks at it without writing anything and :meth:`StorageSpec.open` opens it
+(:func:`check_storage` and :func:`open_storage` do the same for a string). The private modules:
+``_spec``, ``_mask``, ``_journal`` and ``_journal_lock`` (a journal file's checks and lock),
+``_locks`` (cross-process study locks), ``_proxy_client`` and ``_proxy_auth`` (our service on the
+gRPC proxy, whose server side is :mod:`lightning_hpo.proxy`).
 
 Example::
 
@@ -22,12 +21,6 @@ Example::
     'postgresql://hpo:***@db.example.com:5432/studies'
     >>> StorageSpec("runs/quickstart.journal").kind
     'journal'
-
-The package holds what every process needs of a storage: the specs (``_spec``), the password
-mask (``_mask``), a journal file's checks (``_journal``) and its lock (``_journal_lock``), the
-cross-process study locks (``_locks``), the client of our service on the gRPC proxy
-(``_proxy_client``) and its token and TLS certificate (``_proxy_auth``); the server side is
-:mod:`lightning_hpo.proxy`.
 """
 
 from lightning_hpo.storage._journal_lock import break_lock_of

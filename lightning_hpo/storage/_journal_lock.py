@@ -2,27 +2,19 @@
 behind is broken at once instead of after Optuna's 30-second grace period.
 
 Every process appending to a journal file holds Optuna's lock while it writes: the symlink
-``<journal>.lock`` (:class:`~optuna.storages.journal.JournalFileSymlinkLock`), whoever creates
-it holds it. The symlink says nothing of its holder, so when a process is killed while it holds
-it (an append takes a millisecond or two, with its ``fsync``), every other process waits the
-grace period (30 s) and then breaks it with three warnings; a launcher whose worker was killed
-stalled that long, and so did the next run after a crash.
+``<journal>.lock`` (:class:`~optuna.storages.journal.JournalFileSymlinkLock`). The symlink says
+nothing of its holder, so when one is killed while it holds it, every other process (a launcher
+whose worker was killed, the next run after a crash) waits the grace period and then breaks it.
 
 :class:`OwnedJournalLock` is the same lock, taken and released the same way (plain Optuna
-processes on the same file, optuna-dashboard, exclude it and are excluded as before), whose
-holder also writes ``<journal>.lock.owner`` once it holds the lock: its host and PID namespace
-(two containers may share a hostname), its pid and the symlink's identity (inode and change
-time), removed again before it lets go. Then:
-
-* :func:`break_lock_of` breaks the lock when a process the caller knows is dead holds it (the
-  supervisor, on reaping a killed worker);
-* :func:`break_abandoned_lock` breaks it when its holder is a process of this host that no
-  longer runs (a launcher's start, after a crash).
-
-Both break it only when the owner file names the symlink that is there now: a holder killed
-between creating the symlink and writing the file (microseconds), or between removing the file
-and the symlink, or a plain Optuna holder, leaves no owner, and Optuna's grace period applies as
-before. A pid that runs again (reused) is taken as alive: never broken wrongly, only late.
+processes on the same file exclude it and are excluded), whose holder also writes
+``<journal>.lock.owner`` once it holds it: its host and PID namespace, its pid and the symlink's
+identity (inode and change time), removed again before it lets go. :func:`break_lock_of` breaks
+the lock when a process the caller knows is dead holds it (the supervisor, on reaping a killed
+worker); :func:`break_abandoned_lock` when its holder is a process of this host that no longer
+runs (a launcher's start). Both break it only when the owner file names the symlink that is
+there now; with no owner file, Optuna's grace period applies. A pid that runs again (reused) is
+taken as alive: never broken wrongly, only late.
 
 Example::
 

@@ -1,27 +1,18 @@
 """The client side of lightning_hpo's service on the gRPC storage proxy.
 
-Optuna's gRPC proxy (``GrpcStorageProxy`` on the client, ``python -m lightning_hpo.proxy`` on
-the server) carries Optuna's storage API and nothing else: no SQL engine, no lock. What
-lightning_hpo does beside Optuna's API goes through a second service on the same server,
-``lightning_hpo.Proxy`` (:mod:`lightning_hpo.proxy`), which does it on the database behind the
-proxy exactly as a launcher opening the database directly does:
+Optuna's gRPC proxy carries Optuna's storage API and nothing else. What lightning_hpo does
+beside it goes through a second service on the same server, ``lightning_hpo.Proxy``
+(:mod:`lightning_hpo.proxy`), which does it on the database behind the proxy exactly as a
+launcher on the database does: ``AddAndRank`` / ``Records`` (the rung records), ``Claim`` (the
+oldest WAITING trial to RUNNING), ``Enqueue`` (a study's WAITING trials, all or none) and
+``Lock`` (a study's ``setup``/``schedule`` lock, held while the call lasts, so a client that
+dies lets go). Messages are JSON; grpc, an optional dependency (the ``grpc`` extra), is not
+imported at module level.
 
-* ``AddAndRank`` / ``Records``: ASHA's rung records, in the database's own records table (so
-  that launchers through the proxy and launchers on the database share them);
-* ``Claim``: move the oldest WAITING trial of a study to RUNNING (serialised on SQLite);
-* ``Enqueue``: queue a study's WAITING trials in one transaction (all or none);
-* ``Lock``: hold a study's ``setup``/``schedule`` lock (the launcher's advisory or file lock)
-  while the call lasts; a client that dies ends its call, and the lock goes with it.
-
-Messages are JSON. No grpc import at module level: grpc is an optional dependency (the ``grpc``
-extra), needed only for ``grpc://`` storages.
-
-A proxy reachable beyond its own machine requires a token (``--token-file`` on the server), and
-may speak TLS (``--tls-cert``/``--tls-key``). :class:`~lightning_hpo.storage._proxy_auth.
-ProxyAuth` says where a client's token and CA come from (``?token_file=PATH&tls_ca=PATH`` in the
-storage URL, or the environment) and :class:`ProxyStorage` is Optuna's ``GrpcStorageProxy`` on
-a channel that carries them (:func:`~lightning_hpo.storage._proxy_auth.channel`): every call,
-Optuna's and ours, sends the token.
+:class:`~lightning_hpo.storage._proxy_auth.ProxyAuth` says where a client's token and CA come
+from (the storage URL's ``?token_file=PATH&tls_ca=PATH``, or the environment), and
+:class:`ProxyStorage` is Optuna's ``GrpcStorageProxy`` on a channel that sends them with every
+call (:func:`~lightning_hpo.storage._proxy_auth.channel`).
 
 Example (with a proxy on port 13000)::
 
@@ -31,7 +22,6 @@ Example (with a proxy on port 13000)::
     with client.lock("setup", "lenet-asha"):
         ...                 # no other launcher sets this study up meanwhile
 
-    # a proxy started with --token-file (and --tls-cert/--tls-key):
     StorageSpec("grpc://proxy-host:13000?token_file=~/.hpo-token&tls_ca=ca.pem").open()
 """
 

@@ -184,8 +184,8 @@ class StorageSpec:
         """Check that the storage can be opened, without writing anything.
 
         A journal file or SQLite database that exists must be one: a journal's first record is
-        read (and with ``replay`` every record, Optuna's replay: about 0.3 s per 1,000 trials;
-        the launcher leaves that to :meth:`open`, which does it before writing), an SQLite
+        read (and with ``replay`` every record, Optuna's replay, whose time grows with the
+        study; the launcher leaves that to :meth:`open`, which does it before writing), an SQLite
         file is opened read-only and its table list read. One that does not exist yet must be
         creatable: its nearest existing folder is a folder this process may write in. A database
         server is connected to and asked ``SELECT 1``. Nothing is created: not the file, not

@@ -1,34 +1,21 @@
 """Build a trial through a project's own LightningCLI, and check a config against its parser.
 
-A project runs ``python main.py fit --config config.yaml``; its entry point (``cli:``, see
-:mod:`lightning_hpo.launch.config.cli_spec`) is either a function that builds its CLI from ``args``
-(``def cli_main(args=None): ShopCLI(Classifier, ShopData, args=args)``) or a ``LightningCLI``
-subclass. The launcher calls it as it is, with the trial's ``fit`` command line, while
-:func:`_intercept` holds ``LightningCLI.__init__``: the project's CLI class then parses, links,
-seeds and instantiates exactly as in ``fit`` (its own parser, ``link_arguments``, ``optimizer:``
-and ``lr_scheduler:``, callbacks and loggers), with six differences the launcher owns:
+A project's entry point (``cli:``, :mod:`lightning_hpo.launch.config.cli_spec`) is a function
+that builds its CLI from ``args`` or a ``LightningCLI`` subclass. The launcher calls it as it
+is, with the trial's ``fit`` command line, while :func:`_intercept` holds
+``LightningCLI.__init__``: the project's CLI then parses, links, seeds and instantiates exactly
+as in ``fit``, with these differences the launcher owns:
 
-* only the ``fit`` subcommand is set up, and it is not run: the CLI is handed back with its
-  model, data module and Trainer (an exception the project's code cannot catch with
-  ``except Exception`` ends its function there);
+* ``fit`` is set up but not run: the CLI is handed back with its model, data module and Trainer;
 * the Trainer gets the launcher's arguments
-(:data:`~lightning_hpo.launch.config.cli_spec.OWNED_TRAINER`:
-  the slot's devices, the segment's epochs, the trial's folder) and its callbacks and loggers
-  after the project's own; the project's loggers write into the trial's folder, Lightning's
-  CSV and TensorBoard loggers one run per trial (``version: 0`` when the project leaves it
-  out, so a paused trial continues its run; the worker keeps a resumed CSV run's rows);
-* the CLI's save-config callback is off: the worker writes the trial's ``config.yaml``
-  (:attr:`Built.config_text`, the CLI's own dump of the ``fit`` config, with the trial's
-  values and seed and ``trainer.max_epochs`` the study's) so that ``python main.py fit
-  --config runs/<study>/trial_NNNNN/config.yaml`` retrains it (a CLI the project makes with
-  ``run=False`` takes no ``fit``: its config is written without ``fit``'s own arguments);
-* ``seed_everything`` left at Lightning's default (``true``, a random seed; also when the
-  config writes ``true`` out) is the launcher's seed for the trial (``seed + trial number``); a
-  seed the project sets is used as it is;
-* a ``ckpt_path`` in the project's config is not resumed from, nor are the model's values
-  taken from its saved hyperparameters: a trial trains from its start (the check says so);
-* a progress bar among the project's callbacks (its config's, its CLI's ``trainer_defaults``
-  or ``add_lightning_class_args``) is left out (the launcher's Trainer has none).
+  (:data:`~lightning_hpo.launch.config.cli_spec.OWNED_TRAINER`) and its callbacks and loggers
+  after the project's own, whose loggers write one run per trial into the trial's folder;
+* the worker, not the CLI's save-config callback, writes the trial's ``config.yaml``
+  (:attr:`Built.config_text`), which ``python main.py fit --config`` retrains it from;
+* Lightning's default ``seed_everything`` becomes the launcher's seed for the trial (``seed +
+  trial number``); a seed the project sets is used as it is;
+* a ``ckpt_path`` in the project's config is not resumed from, and a progress bar among its
+  callbacks is left out.
 
 Importing this module imports Lightning and jsonargparse (Lightning's ``[extra]``).
 """

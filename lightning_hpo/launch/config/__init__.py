@@ -5,36 +5,23 @@ A config is a small YAML file (``configs/quickstart.yaml``)::
     study: quickstart                   # Optuna study name (letters, digits, . _ -)
     storage: runs/quickstart.journal    # journal file path, or any Optuna RDB URL
     model: {name: lenet}                # registry name or "package.module:Class", + fixed args
-    data: {name: digits}                # registry name, + fixed args
+    data: {name: digits}
     metric: validation_error
-    direction: minimize
-    space:
-      lr: {loguniform: [0.01, 1.0]}
-      batch_size: {randint: [32, 256]}
+    space: {lr: {loguniform: [0.01, 1.0]}, batch_size: {randint: [32, 256]}}
     pruner: {name: asha, min_resource: 1, max_resource: 9, reduction_factor: 3}
-    devices: {per_trial: 1, trials_per_device: 1}
     stop: {n_trials: 20, max_wallclock_time: 600}
 
-The folder, from the bottom up:
-
-* :mod:`~lightning_hpo.launch.config.files`: finding a config (a path or a shipped name,
-  :data:`CONFIG_DIR`), reading its YAML, ``--set key.sub=value`` overrides;
-* :mod:`~lightning_hpo.launch.config.space`: the search-space grammar;
-* :mod:`~lightning_hpo.launch.config.cli_spec`: a LightningCLI project's config (``cli``,
-  ``config``, dotted keys);
-* :mod:`~lightning_hpo.launch.config.trainer_values`: which Trainer arguments the launcher owns;
-* :mod:`~lightning_hpo.launch.config.devices` and :mod:`~lightning_hpo.launch.config.slurm`:
-  the ``devices`` section and the slots it plans on this machine or SLURM allocation;
-* ``_spec`` (:class:`Config` and its sections) and ``_parse`` (:func:`parse_config`, field by
-  field): every problem a :class:`~lightning_hpo.errors.ConfigError` naming the field;
-* :mod:`~lightning_hpo.launch.config.changes`: what an existing study's config may change;
-* :mod:`~lightning_hpo.launch.config.resolved`: the config back in its grammar, every field
-  filled in (``--print-config``).
-
-Checks that build the user's classes are in :mod:`lightning_hpo.launch.checks`. Relative paths
-in a config (``storage``, ``run_dir``, ``data.root``) are relative to the current folder.
-
-Example::
+The modules, from the bottom up: :mod:`~lightning_hpo.launch.config.files` (finding and reading
+a config, ``--set`` overrides), :mod:`~lightning_hpo.launch.config.space` (the search-space
+grammar), :mod:`~lightning_hpo.launch.config.cli_spec` (a LightningCLI project),
+:mod:`~lightning_hpo.launch.config.trainer_values`, :mod:`~lightning_hpo.launch.config.devices`
+and :mod:`~lightning_hpo.launch.config.slurm` (the slots), ``_spec`` and ``_parse``
+(:class:`Config` and :func:`parse_config`: every problem a
+:class:`~lightning_hpo.errors.ConfigError` naming the field),
+:mod:`~lightning_hpo.launch.config.changes` (what an existing study's config may change) and
+:mod:`~lightning_hpo.launch.config.resolved` (``--print-config``). Checks that build the user's
+classes are in :mod:`lightning_hpo.launch.checks`. Relative paths in a config are relative to
+the current folder. Example::
 
     >>> cfg = load_config("quickstart", ["stop.n_trials=5"])
     >>> cfg.study, cfg.stop.n_trials, cfg.storage

@@ -1,27 +1,14 @@
 """What changed in a study's config since the study was created, and whether it may go on.
 
-Running a study's command again resumes the study; with an edited config it would mix two
-studies in one: trials sampled, trained or compared under other rules than the ones before. The
-study keeps the config it was created with
-(:func:`~lightning_hpo.launch.study.creation.stored_config`,
-the study's :data:`~lightning_hpo.schema.CONFIG_ATTR`); :func:`compare_configs` compares it
-with the new one, both in that form, field by field, after :func:`parse_config` filled in the
-defaults on both sides (an omitted default equals the explicit one; an older stored config that
-lacks a key is read with the default). Every field is classified in :data:`FIELDS`:
-
-* ``refused``: it changes what a trial is or how trials are sampled or compared (metric,
-  direction, space, model, data, sampler, seed, pruner, the training arguments): the launcher
-  refuses with one line naming each such field, old -> new, and how to go on
-  (:meth:`Changes.refusal`);
-* ``allowed``: it changes only the budget, the devices, where logs go, or speed (``stop.*``,
-  ``devices.*``, ``run_dir``, ``checkpoint.*``, ``heartbeat.*``, ``trainer.logger``, ...): the
-  study goes on and the launcher says what changed in one line (:meth:`Changes.line`);
-* ``ignored``: ``initial``, enqueued only when the study is created: the line says a change has
-  no effect;
-* ``identity``: ``study`` and ``storage`` say which study it is; never compared (the storage
-  may hold a password, and machines may reach one study by different URLs).
-
-Pure: no storage, no files, no torch (the caller reads the stored config).
+An edited config on an existing study would mix two studies in one. The study keeps the config
+it was created with (:func:`~lightning_hpo.launch.study.creation.stored_config`, its
+:data:`~lightning_hpo.schema.CONFIG_ATTR`); :func:`compare_configs` compares it with the new one
+field by field, both with their defaults filled in. :data:`FIELDS` classifies every field:
+``refused`` (what a trial is, or how trials are sampled or compared: the launcher refuses with
+one line, :meth:`Changes.refusal`), ``allowed`` (budget, devices, logs, speed: the study goes on
+and :meth:`Changes.line` says what changed), ``ignored`` (``initial``, enqueued only at
+creation) and ``identity`` (``study`` and ``storage``, never compared). Pure: no storage, no
+files, no torch.
 
 Example::
 

@@ -4,26 +4,18 @@ A project that trains with ``python main.py fit --config config.yaml`` is tuned 
 ``tune.yaml`` next to it::
 
     study: shop
-    cli: main:cli_main          # the project's entry point: a function that builds its CLI from
-                                # `args`, or a LightningCLI subclass that needs no arguments;
-                                # default: lightning.pytorch.cli:LightningCLI
+    cli: main:cli_main          # a function that builds the CLI from `args`, or a LightningCLI
+                                # subclass (default: lightning.pytorch.cli:LightningCLI)
     config: [config.yaml]       # the files `fit --config` takes, in that order
     metric: val_loss
-    space:                      # the CLI's own dotted keys, as on its command line
-      model.hidden_dim: {randint: [16, 256]}
-      optimizer.init_args.lr: {loguniform: [1.0e-4, 1.0e-1]}
-    pruner: {name: asha, max_resource: 9}
+    space: {model.hidden_dim: {randint: [16, 256]}}   # the CLI's own dotted keys
 
 Each trial is the CLI's ``fit`` config (the files, then the config's own ``model``, ``data``,
 ``trainer``, ``optimizer`` and ``lr_scheduler`` sections, then the trial's values), parsed and
-instantiated by the project's own CLI (:mod:`lightning_hpo.launch.checks.project`). The launcher
-owns what it must of the Trainer (:data:`OWNED_TRAINER`).
-
-A config is in this mode when it has ``cli`` or ``config``, or gives ``model`` or ``data`` a
-``class_path`` (the built-in classes work too: ``model: {class_path:
-lightning_hpo.builtin.models.LeNet}``). Pure: no torch, no files read.
-
-Example::
+instantiated by the project's own CLI (:mod:`lightning_hpo.launch.checks.project`); the
+launcher owns what it must of the Trainer (:data:`OWNED_TRAINER`). A config is in this mode when
+it has ``cli`` or ``config``, or gives ``model`` or ``data`` a ``class_path``. Pure: no torch,
+no files read. Example::
 
     >>> spec = parse_cli({"cli": "main:cli_main", "config": "config.yaml",
     ...                   "trainer": {"gradient_clip_val": 1.0}})

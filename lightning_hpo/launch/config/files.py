@@ -406,8 +406,8 @@ def apply_overrides(raw: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
 
 
 def _not_text(value: Any) -> bool:
-    """Whether YAML read a plain scalar as something other than text (0777, 1e3, yes,
-    2024-05-01)."""
+    """Whether YAML read a plain scalar as something other than text (0777, 1e3, yes, an
+    ISO date)."""
     return isinstance(value, int | float | datetime.date)  # bool is an int, datetime a date
 
 

@@ -1,8 +1,8 @@
 """The launcher's early start: workers started from the config file before it is validated.
 
-Every worker imports torch and Lightning first, seconds of CPU that nothing else can shorten;
-the launcher's own work before it can start one (importing Optuna, validating the config,
-checking the storage and folders) is about half a second more. So ``python -m
+Every worker imports torch and Lightning first, seconds of CPU that nothing else can shorten,
+and the launcher's own work before it can start one (importing Optuna, validating the config,
+checking the storage and folders) would come on top. So ``python -m
 lightning_hpo.launch`` reads the file, works out the slots from its ``devices`` section with the
 standard library alone (:func:`plan_early`), and starts the held workers
 (:func:`start_early`) before it imports anything else. The supervisor then takes them over

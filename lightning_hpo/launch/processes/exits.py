@@ -1,10 +1,10 @@
 """Leave a process that imported torch and Lightning without the interpreter's teardown.
 
-Freeing the modules of torch and Lightning takes about 2 s at exit on a 2-core machine, and the
-launcher waits for each worker to exit before it prints its summary, and the user's shell waits
-for the launcher. :func:`fast_exit` runs what must run (the ``atexit`` handlers, such as the
-removal of the DDP channel's temporary folder; logging's flush) and then ends the process at
-once. Only the command-line entry points call it: a library function never ends its caller.
+Freeing the modules of torch and Lightning takes seconds at exit, and the launcher waits for
+each worker to exit before it prints its summary, and the user's shell waits for the launcher.
+:func:`fast_exit` runs what must run (the ``atexit`` handlers, such as the removal of the DDP
+channel's temporary folder; logging's flush) and then ends the process at once. Only the
+command-line entry points call it: a library function never ends its caller.
 """
 
 from __future__ import annotations

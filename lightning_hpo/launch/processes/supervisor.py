@@ -1,32 +1,25 @@
 """The supervisor: one worker process per slot, kept alive, watched, restarted, stopped cleanly.
 
 It never imports torch. Each worker is ``python -m lightning_hpo.launch.worker`` in a session of
-its own, started by :func:`~lightning_hpo.launch.processes.spawn.spawn_worker` (its environment,
-pipes and log), with its threads set to its share of the cores (every slot of every device gets an
-equal share). Workers report on a pipe, one JSON event a line; the supervisor turns those into the
-live status and notices when a worker dies:
+its own (:func:`~lightning_hpo.launch.processes.spawn.spawn_worker`), its threads set to an equal
+share of the cores. Workers report on a pipe, one JSON event a line, which the supervisor turns
+into the live status:
 
-* the workers start first, before the study exists (:meth:`Supervisor.start_held`, or earlier
-  still, from the config file, by the command line: :meth:`Supervisor.adopt`): they import
-  torch and Lightning, the seconds every trial process pays, while the launcher validates the
-  config and opens the storage, and the first one done importing checks the config against the
-  real classes, where they are imported anyway. Only once it has said ``checked`` is the study
-  created or changed; a refusal stops them all and leaves nothing written;
-* a worker that exits non-zero or is killed hands its running trial back to the scheduler
-  (:func:`~lightning_hpo.launch.study.trials.crashed`): the next free slot resumes it from its last
-  checkpoint, ``stop.max_retries`` times, after which it ends FAIL with every attempt's reason
-  (``worker for slot 1 (pid 4242) was killed by SIGKILL``); the slot is started again;
-* the study's own budget (``stop.max_wallclock_time``, ``stop.max_failed_trials``) sends every
+* the workers start before the study exists (:meth:`Supervisor.start_held`, or earlier from the
+  config file: :meth:`Supervisor.adopt`), importing torch and Lightning while the launcher
+  validates the config; the first one ready checks the config against the real classes, and only
+  once it says ``checked`` is the study created or changed (a refusal leaves nothing written);
+* a worker that exits non-zero or is killed hands its trial back to the scheduler
+  (:func:`~lightning_hpo.launch.study.trials.crashed`) and its slot is started again;
+* the study's budget (``stop.max_wallclock_time``, ``stop.max_failed_trials``) sends every
   worker a :class:`~lightning_hpo.launch.processes.protocol.StopOrder`: no more claims, and the
-  running trials pause at their last checkpoint with their learning curve and the reason, at their
-  next epoch boundary while ``stop.grace`` lasts, at their next batch after it; the next run resumes
-  them;
-* SIGINT, SIGTERM and SIGUSR1 (SLURM's warning ahead of a time limit) of the launcher interrupt:
-  every worker gets an interrupt order saying so, then SIGTERM, and the running trials pause the
-  same way, their reason ``interrupted: launcher stopped by SIGINT``. A signal during
-  ``stop.grace`` ends the grace instead;
+  running trials pause at their last checkpoint (at an epoch boundary while ``stop.grace``
+  lasts), for the next run to resume;
+* SIGINT, SIGTERM and SIGUSR1 (SLURM's warning before a time limit) send an interrupt order,
+  then SIGTERM, and the running trials pause the same way; a signal during ``stop.grace`` ends
+  the grace instead;
 * a worker still alive :data:`GRACE_SECONDS` after its last order is killed, and any trial of
-  this launcher still RUNNING and not paused then is paused at its last checkpoint.
+  this launcher still RUNNING and not paused is paused at its last checkpoint.
 """
 
 from __future__ import annotations

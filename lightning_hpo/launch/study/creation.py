@@ -1,36 +1,25 @@
 """The launcher's side of the Optuna study: create it once, queue the trial budget, lock it.
 
-No torch here: the supervisor process uses it too. A trial's own records (claim, owner, pause,
-segments, end) are :mod:`lightning_hpo.launch.study.trials`'; what decides (sampler, pruner,
-schedule)
-is :mod:`lightning_hpo.launch.study.search`.
+No torch here: the supervisor process uses it too. A trial's own records are
+:mod:`lightning_hpo.launch.study.trials`'; what decides (sampler, pruner, schedule) is
+:mod:`lightning_hpo.launch.study.search`.
 
-**An exact ``n_trials`` across workers and machines.** When the study is created, the launcher that
-wins the creation (Optuna's unique study name decides) enqueues the ``initial`` configurations and
-then one empty *ticket* per remaining trial: WAITING trials whose unset hyperparameters the sampler
-fills in when a worker claims them. Creating or loading the study and topping up its queue happen
-under one lock per study (:func:`study_lock`: an advisory lock on PostgreSQL and MySQL, a file
-lock beside an SQLite database or journal file, the same lock taken by a gRPC proxy), so two
-launchers starting together never both count the queue short and enqueue twice. A worker claims
-a ticket by moving it from WAITING to RUNNING, which the storage allows once (for SQLite, whose
-reads are not locked, a file lock beside the database serialises claims on the machine; through
-a gRPC proxy the proxy claims, in one call). When no ticket is left the budget is spent,
-whatever the number of launchers. Resuming with a larger ``n_trials`` tops the queue up;
-``initial`` configurations are never enqueued again. The queue (initial configurations and
-tickets) is written in one storage write (:func:`~lightning_hpo._optuna.enqueue_trials`): Ctrl-C
-while it is written leaves all of it or none, never a part (Optuna deletes no trial, and a part
-of a mistyped budget would hold the study to it: ``stop.n_trials`` is bounded too,
-:data:`~lightning_hpo.launch.config.MAX_N_TRIALS`). A study left without trials (its creator
-stopped between creating it and writing its queue) is set up again as a new one by the next
-launcher: its config stored, its ``initial`` configurations queued. A run stopped by its
-wall-clock budget leaves its unclaimed tickets WAITING: they are the queue the next run takes.
+**An exact ``n_trials`` across workers and machines.** The launcher that creates the study
+enqueues the ``initial`` configurations and then one empty *ticket* per remaining trial: WAITING
+trials whose hyperparameters the sampler fills in when a worker claims them, moving them to
+RUNNING, which the storage allows once. When no ticket is left the budget is spent, whatever the
+number of launchers. Creating, loading and topping up the queue happen under one lock per study
+(:func:`study_lock`), so two launchers starting together never both enqueue. The queue is
+written in one storage write (:func:`~lightning_hpo._optuna.enqueue_trials`), so Ctrl-C leaves
+all of it or none (Optuna deletes no trial; ``stop.n_trials`` is bounded by
+:data:`~lightning_hpo.launch.config.MAX_N_TRIALS`). A study left without trials is set up again
+by the next launcher; unclaimed tickets stay WAITING for the next run.
 
-**An edited config.** Resuming (or joining from another machine) with a config that changes how
-trials are trained, sampled or compared (another pruner, metric, space...) is refused before
-anything is written: :func:`open_study` compares the config the study was created with (its
+**An edited config.** :func:`open_study` compares the config the study was created with (its
 :data:`~lightning_hpo.schema.CONFIG_ATTR`) with the new one
-(:mod:`lightning_hpo.launch.config.changes`);
-a change of the budget or the devices goes on (:func:`config_changes` says which).
+(:mod:`lightning_hpo.launch.config.changes`) and refuses, before anything is written, a change
+of how trials are trained, sampled or compared; a change of the budget or the devices goes on
+(:func:`config_changes` says which).
 """
 
 from __future__ import annotations

@@ -1,45 +1,29 @@
 """The launcher's scheduler: which trial a free slot trains next, to which epoch, from where.
 
 No torch here: the supervisor uses it too. The decisions are the pure
-:mod:`lightning_hpo.schedules`; this module reads the study into their
-:class:`~lightning_hpo.schedules.TrialView` s, and writes back what they decide, under one lock
-per study (:func:`~lightning_hpo.launch.study.creation.study_lock` ``"schedule"``: an advisory lock
-on
-PostgreSQL, a file lock beside a journal file or SQLite database), so that every worker of every
-launcher on the study shares one schedule. All the scheduler's state is in the study:
+:mod:`lightning_hpo.schedules` (built by :func:`lightning_hpo.launch.study.search.build_schedule`);
+this module reads the study into their :class:`~lightning_hpo.schedules.TrialView` s and writes
+back what they decide (through :mod:`lightning_hpo.launch.study.trials`), under one lock per
+study (:func:`~lightning_hpo.launch.study.creation.study_lock` ``"schedule"``), so that every
+worker of every launcher on the study shares one schedule. All its state is in the study, so a
+launcher killed and run again continues the round and resumes the paused trials:
 
-* a trial that waits between two training segments stays RUNNING in Optuna's terms (WAITING
-  would make any ``ask()`` hand it out as new) with a :class:`~lightning_hpo.schema.Pause`: at
-  which epoch, with which checkpoint, and whether it must still reach an epoch (``target``: it
-  was interrupted) or waits at a rung for a decision;
-* the synchronous schedules' round of each trial is :data:`ATTR.ROUND <lightning_hpo.schema.ATTR>`,
-  promotion-type Hyperband's bracket is :data:`~lightning_hpo.schema.BRACKET_ATTR`;
-* the values at rungs are the trials' intermediate values (one per epoch); in a study with
-  several objectives, their :data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>` (a tuple
-  per epoch, ranked by Pareto fronts).
+* a trial waiting between two segments stays RUNNING (WAITING would make any ``ask()`` hand it
+  out as new) with a :class:`~lightning_hpo.schema.Pause`;
+* a synchronous schedule's round is :data:`ATTR.ROUND <lightning_hpo.schema.ATTR>`, promotion
+  Hyperband's bracket :data:`~lightning_hpo.schema.BRACKET_ATTR`;
+* the values at rungs are the trials' intermediate values, or with several objectives their
+  :data:`ATTR.OBJECTIVE_VALUES <lightning_hpo.schema.ATTR>`.
 
-A launcher killed with ``kill -9`` and run again therefore continues the round and resumes the
-paused trials; two launchers on one PostgreSQL study share one synchronous round.
-
-Crash resume (:func:`~lightning_hpo.launch.study.trials.crashed`): a trial whose worker died goes
-back
-to the scheduler as an interrupted trial, resumed from its last checkpoint (its
-:class:`~lightning_hpo.schema.ResumePoint`) on the next free slot, ``stop.max_retries`` times;
-then it ends FAIL with every attempt's reason. A worker killed between its claim and writing
-its name leaves a RUNNING trial no one owns. Every claim is made under the lock, its owner
-written before the lock is let go, so the next claim puts such a trial back among the tickets
-(:func:`~lightning_hpo.launch.study.trials.hand_back_lost_claims`); a new trial's round and target
-are written before its owner, so an owned trial always has them. The records the
-scheduler writes (owner, pause, end) go through :mod:`lightning_hpo.launch.study.trials`; the
-schedule
-itself is built beside the pruner (:func:`lightning_hpo.launch.study.search.build_schedule`).
-
-Example::
+A trial whose worker died (:func:`~lightning_hpo.launch.study.trials.crashed`) is resumed from
+its :class:`~lightning_hpo.schema.ResumePoint` on the next free slot, ``stop.max_retries`` times,
+then ends FAIL. Every claim is made under the lock with its owner written before the lock is let
+go, so a claim whose worker died first is put back
+(:func:`~lightning_hpo.launch.study.trials.hand_back_lost_claims`). Example::
 
     scheduler = Scheduler(study, cfg)
     job = scheduler.next(owner=Owner("host", 4242, 1))
     if isinstance(job, Assignment):      # train job.trial to job.to_epoch from job.checkpoint
-        ...
         scheduler.pause(job.trial.number, epoch=job.to_epoch, checkpoint=path, why="rung 2")
 """
 

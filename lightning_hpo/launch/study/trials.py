@@ -1,23 +1,19 @@
 """A trial's records in the study: claimed, owned, paused, its segments, ended, handed back.
 
 No torch here: the supervisor uses it too. This module is the one writer of the launcher's
-per-trial records; their types and readers are :mod:`lightning_hpo.schema`'s
-(:class:`~lightning_hpo.schema.Pause`, :class:`~lightning_hpo.schema.Segment`,
-:class:`~lightning_hpo.schema.Owner`, :class:`~lightning_hpo.schema.ResumePoint`).
+per-trial records; their types and readers are :mod:`lightning_hpo.schema`'s.
 
 * **Claim** (:func:`claim_trial`): a worker moves a queued ticket from WAITING to RUNNING, which
-  the storage allows once; see :mod:`lightning_hpo.launch.study.creation` for the queue.
-* **Own** (:func:`assign`): right after the claim (and before a paused trial is resumed) the
-  worker's :class:`~lightning_hpo.schema.Owner` token is the first thing written, so a worker
-  that dies from then on is known by it (:func:`hand_back_owned`, :func:`recover_stale_trials`).
-* **Pause** (:func:`pause`, :func:`interrupt`): a trial that waits between two segments stays
-  RUNNING in Optuna's terms (WAITING would make any ``ask()`` hand it out as new) with a
+  the storage allows once (the queue: :mod:`lightning_hpo.launch.study.creation`).
+* **Own** (:func:`assign`): the worker's :class:`~lightning_hpo.schema.Owner` is the first thing
+  written, so a worker that dies from then on is known by it (:func:`hand_back_owned`,
+  :func:`recover_stale_trials`).
+* **Pause** (:func:`pause`, :func:`interrupt`): a trial waiting between two segments stays
+  RUNNING (WAITING would make any ``ask()`` hand it out as new) with a
   :class:`~lightning_hpo.schema.Pause`.
-* **Segments** (:func:`open_segment`, :func:`close_segment`, :func:`close_segment_of`): each
-  stretch of training is listed when it starts and closed when it ends.
-* **End** (:func:`end_trial`, :func:`end_paused`) and **crash** (:func:`crashed`): a trial whose
-  worker died is paused for resume from its last checkpoint while ``stop.max_retries`` allows,
-  then ends FAIL with every attempt's reason.
+* **Segments** (:func:`open_segment`, :func:`close_segment`, :func:`close_segment_of`).
+* **End** (:func:`end_trial`, :func:`end_paused`) and **crash** (:func:`crashed`: paused for
+  resume while ``stop.max_retries`` allows, then FAIL with every attempt's reason).
 
 Example::
 

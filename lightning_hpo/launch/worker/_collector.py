@@ -1,13 +1,12 @@
 """Python's cyclic garbage collector paused while a worker imports torch and Lightning.
 
-Importing them builds about 740,000 objects that live as long as the process, and the collector,
-which runs after every 700 or so allocations, looks at them over and over while they are made:
-about 1 s of the 5-6 s of CPU that a worker's imports take on a 2-core VM (measured
-2026-11-28, Python 3.11: 5.0-5.8 s with the collector, 4.3-4.6 s without). Those seconds come
-before a worker's first trial. Paused during the imports and the objects then frozen
-(:func:`gc.freeze`: moved where no later collection looks at them), that work is not done, and
-no full collection during training walks them again (0.2 s each otherwise). The price: the
-little cyclic garbage the imports leave is kept for the process's life (about 5 MiB).
+Importing them builds hundreds of thousands of objects that live as long as the process, and
+the collector, which runs after every 700 or so allocations (its default threshold), looks at
+them over and over while they are made: a noticeable part of the CPU a worker's imports take,
+before its first trial. Paused during the imports and the objects then frozen (:func:`gc.freeze`:
+moved where no later collection looks at them), that work is not done, and no full collection
+during training walks them again. The price: the little cyclic garbage the imports leave is kept
+for the process's life.
 
 Only the worker's ``__main__`` pauses it (``python -m lightning_hpo.launch.worker``, and the
 DDP ranks Lightning starts the same way); a library import of the module leaves the collector

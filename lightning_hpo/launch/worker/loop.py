@@ -3,32 +3,22 @@
 The supervisor starts ``python -m lightning_hpo.launch.worker`` once per slot (and again if it
 dies). The worker claims a trial, trains it, tells the study, and claims the next, with no new
 interpreter in between: importing torch and Lightning costs seconds, a gap between two trials
-costs milliseconds. With ``devices.per_trial > 1`` the worker is rank 0 of a DDP group that
-Lightning launches at the first ``fit`` and keeps; the other ranks run this same module, see
-:func:`lightning_hpo.is_follower`, and follow rank 0 trial by trial.
+very little. With ``devices.per_trial > 1`` the worker is rank 0 of a DDP group that Lightning
+launches at the first ``fit`` and keeps; the other ranks run this same module, see
+:func:`lightning_hpo.is_follower`, and follow rank 0 trial by trial. It reads its config from
+``LIGHTNING_HPO_CONFIG`` and its slot from ``LIGHTNING_HPO_WORKER`` (both JSON; environment,
+not argv, so the storage password stays out of ``ps``) and writes events as JSON lines to the
+file descriptor the supervisor passed.
 
-It reads its config from ``LIGHTNING_HPO_CONFIG`` and its slot from ``LIGHTNING_HPO_WORKER``
-(both JSON; environment, not argv, so the storage password stays out of ``ps``) and writes
-events as JSON lines to the file descriptor the supervisor passed.
-
-Each job is a *segment* (:class:`~lightning_hpo.launch.study.scheduler.Assignment`): train a trial
-until a number of epochs is done, from scratch or from the trial's resume checkpoint
-(``trial_NNNNN/resume.ckpt``, written by :class:`~lightning_hpo.checkpointing.ResumeCheckpoint`
-with the random-number state, so a resumed trial trains as it would have straight through).
-A segment that ends below ``max_epochs`` pauses the trial for the scheduler (a rung of
-``sync_sh`` or promotion ASHA).
-
-How a trial ends when it is stopped from outside:
-
-* the study's budget is spent (a :class:`~lightning_hpo.launch.processes.protocol.StopOrder`), or
-  SIGTERM/SIGINT, or the launcher gone: it *pauses* at its last checkpoint, keeping the values
-  it reported, with ``why`` saying where it stopped (``"wall-clock budget reached
-  (stop.max_wallclock_time=200 s); stopped after epoch 7"``), and the next run resumes it;
-  during ``stop.grace`` it first finishes its epoch, and a trial that reaches its last epoch
-  ends COMPLETE as usual;
-* a checkpoint that cannot be written (disk full, folder not writable): FAIL,
-  ``"CheckpointWriteError: cannot write checkpoint /runs/s/trial_00003/best.ckpt: No space left
-  on device"``; the worker goes on with the next trial.
+Each job is a *segment* (:class:`~lightning_hpo.launch.study.scheduler.Assignment`): train a
+trial until a number of epochs is done, from scratch or from its resume checkpoint (written by
+:class:`~lightning_hpo.checkpointing.ResumeCheckpoint`); one that ends below ``max_epochs``
+pauses the trial for the scheduler. A trial stopped from outside (the budget spent, a
+:class:`~lightning_hpo.launch.processes.protocol.StopOrder`, SIGTERM/SIGINT, the launcher gone)
+*pauses* at its last checkpoint with ``why`` saying where (``"wall-clock budget reached
+(stop.max_wallclock_time=200 s); stopped after epoch 7"``), and the next run resumes it; during
+``stop.grace`` it first finishes its epoch. A checkpoint that cannot be written ends the trial
+FAIL with a ``CheckpointWriteError``, and the worker goes on with the next trial.
 """
 
 from __future__ import annotations
