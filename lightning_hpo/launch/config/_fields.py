@@ -23,7 +23,6 @@ Example::
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -100,17 +99,17 @@ class Field:
         return f"{'>' if doc.above else '>='} {doc.minimum}"
 
 
-@functools.cache
+_FIELDS: dict[type, tuple[Field, ...]] = {}
+
+
 def fields_of(cls: type) -> tuple[Field, ...]:
     """The declared fields (those made with :func:`spec`) of dataclass ``cls``, in order."""
-    hints = get_type_hints(cls)
-    out = []
-    for item in dataclasses.fields(cls):
-        if "doc" not in item.metadata:
-            continue
-        kind, optional, choices = _kind(hints[item.name])
-        out.append(Field(item.name, kind, optional, choices, item.default, item.metadata["doc"]))
-    return tuple(out)
+    if cls not in _FIELDS:
+        hints = get_type_hints(cls)
+        _FIELDS[cls] = tuple(
+            Field(item.name, *_kind(hints[item.name]), item.default, item.metadata["doc"])
+            for item in dataclasses.fields(cls) if "doc" in item.metadata)
+    return _FIELDS[cls]
 
 
 def _kind(hint: Any) -> tuple[type, bool, tuple[str, ...]]:

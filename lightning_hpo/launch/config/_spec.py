@@ -56,6 +56,18 @@ TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "check_val_every_n_epoch": (int, type(None)),  # null: validate by val_check_interval
     "log_every_n_steps": int,
 }
+#: One sentence on each of :data:`TRAINER_KEYS`, for the reference.
+TRAINER_DOCS: dict[str, str] = {
+    "max_epochs": "The epochs a trial may train; equal to pruner.max_resource if both are given.",
+    "precision": "Lightning's precision (32, 16-mixed, bf16-mixed...).",
+    "gradient_clip_val": "Clip gradients to this norm; null: no clipping.",
+    "accumulate_grad_batches": "Batches whose gradients are summed before a step.",
+    "deterministic": "Use deterministic algorithms (Lightning's true, false or warn).",
+    "limit_train_batches": "Training batches an epoch: a count, or a fraction of the loader.",
+    "limit_val_batches": "Validation batches: a count, or a fraction of the loader.",
+    "check_val_every_n_epoch": "Validate every this many epochs.",
+    "log_every_n_steps": "How often the Trainer logs training steps.",
+}
 #: ``trainer.logger``: where each trial's epochs are logged besides its ``metrics.csv`` (always
 #: written): ``tensorboard`` adds a TensorBoard run per trial under ``run_dir/<study>/``.
 LOGGERS = ("tensorboard", "csv")
@@ -266,23 +278,26 @@ class Config:
         return Path(self.run_dir) / self.study
 
 
-def _top(type_text: str, default_text: str, doc: str, allowed_text: str = "") -> FieldDoc:
+def _top(type_text: str, default_text: str, doc: str, allowed_text: str = "",
+         applies: str = "") -> FieldDoc:
     return FieldDoc(doc, type_text=type_text, default_text=default_text,
-                    allowed_text=allowed_text)
+                    allowed_text=allowed_text, applies=applies)
 
 
-_CLI_ONLY = "a LightningCLI config (cli:, or model: {class_path: ...})"
+_CLI_ONLY = "LightningCLI configs"
 #: The top-level keys in the order :func:`~lightning_hpo.launch.config.parse_config` reads them
 #: (``TOP_LEVEL``), each with its doc; a ``section`` key has a table of its own.
 TOP_FIELDS: dict[str, FieldDoc] = {
-    "study": _top("string", "the file's name", "The Optuna study's name.",
+    "study": _top("string", "required", "The Optuna study's name.",
                   "letters, digits, . _ -"),
     "storage": _top("string", "runs/<study>.journal", "A journal file path or an Optuna "
                     "storage URL (PostgreSQL for several machines)."),
     "run_dir": _top("string", "runs", "Where each trial's logs and checkpoints go "
                     "(run_dir/<study>)."),
-    "cli": _top("string", "", "Your project's LightningCLI, as package.module:function."),
-    "config": _top("list of paths", "", "The project's own config files, given to its CLI."),
+    "cli": _top("string", "", "Your project's LightningCLI, as package.module:function.",
+                applies=_CLI_ONLY),
+    "config": _top("list of paths", "", "The project's own config files, given to its CLI.",
+                   applies=_CLI_ONLY),
     "model": _top("name or mapping", "", "A registry name or class path, with fixed "
                   "arguments ({name: lenet, ...}) or a LightningCLI {class_path: ...}."),
     "data": _top("name or mapping", "digits", "A registry name, with fixed arguments."),
@@ -301,11 +316,11 @@ TOP_FIELDS: dict[str, FieldDoc] = {
     "devices": _top("section", "", "How trials share the machine's devices."),
     "stop": _top("section", "", "When the study ends."),
     "trainer": _top("section", "", "Lightning Trainer arguments for every trial."),
-    "optimizer": _top("mapping", "", f"The CLI's optimizer section; {_CLI_ONLY} only."),
-    "lr_scheduler": _top("mapping", "", f"The CLI's lr_scheduler section; {_CLI_ONLY} only."),
+    "optimizer": _top("mapping", "", "The CLI's optimizer section.", applies=_CLI_ONLY),
+    "lr_scheduler": _top("mapping", "", "The CLI's lr_scheduler section.", applies=_CLI_ONLY),
     "checkpoint": _top("section", "", "The resume checkpoint each trial keeps."),
     "heartbeat": _top("section", "null", "Optuna's RDB heartbeat, to resume the trials of a "
-                      "lost machine."),
+                      "lost machine.", applies="PostgreSQL and MySQL storages"),
 }
 #: The ``sampler:`` section's keys.
 SAMPLER_FIELDS: dict[str, FieldDoc] = {
