@@ -99,7 +99,10 @@ def _parser() -> OneLineParser:
         "machine: a new trial starts the moment a slot is free. Several machines join one study "
         "through one PostgreSQL storage URL. Running the same command again resumes.",
         epilog="example: python -m lightning_hpo.launch quickstart "
-        "--set stop.n_trials=20 --set pruner.max_resource=9",
+        "--set stop.n_trials=20 --set pruner.max_resource=9\n"
+        "every field: --print-config (this config resolved, with its defaults); each field's "
+        "type, default\nand allowed values: python scripts/config_reference.py "
+        "(lightning_hpo.launch.config.field_reference())",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", nargs="?",  # as typed: Path("a://b") would read "a:/b"

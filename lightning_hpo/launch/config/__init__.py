@@ -71,6 +71,7 @@ _EXPORTS = {
     "resolve_config": "lightning_hpo.launch.config.files",
     "shipped_configs": "lightning_hpo.launch.config.files",
     "resolved_config": "lightning_hpo.launch.config.resolved",
+    "field_reference": "lightning_hpo.launch.config.reference",
 }
 
 __all__ = [
@@ -95,6 +96,7 @@ __all__ = [
     "StopSpec",
     "apply_overrides",
     "default_logger",
+    "field_reference",
     "load_config",
     "parse_config",
     "pause_levels",
@@ -146,6 +148,7 @@ if TYPE_CHECKING:
         resolve_config,
         shipped_configs,
     )
+    from lightning_hpo.launch.config.reference import field_reference
     from lightning_hpo.launch.config.resolved import resolved_config
 
 __getattr__, __dir__ = lazy_exports(sys.modules[__name__], _EXPORTS, __all__)

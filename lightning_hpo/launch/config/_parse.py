@@ -22,7 +22,6 @@ import importlib.util
 import inspect
 import os
 from collections.abc import Mapping, Sequence
-from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -31,17 +30,15 @@ from lightning_hpo.errors import (
     field_choice,
     field_int,
     field_keys,
-    is_finite_number,
 )
+from lightning_hpo.launch.config._fields import check_applies, fields_of, read_fields
 from lightning_hpo.launch.config._spec import (
-    CHECKPOINT_POLICIES,
     DIRECTIONS,
     LOGGERS,
-    MAX_N_TRIALS,
-    MODES,
     PRUNERS,
     SAMPLERS,
     TENSORBOARD_INSTALL,
+    TOP_FIELDS,
     TRAINER_KEYS,
     CheckpointSpec,
     Config,
@@ -106,72 +103,42 @@ def _named(
     return name, args
 
 
-#: The ``pruner.*`` keys besides the resources, by pruner name.
+#: The ``pruner.*`` keys besides the resources, by pruner name (from the definition).
 PRUNER_KEYS: dict[str, tuple[str, ...]] = {
-    "asha": ("mode", "finish_best"), "hyperband": ("mode", "finish_best"),
-    "sync_sh": ("prefact", "resume", "finish_best"),
-    "sync_hyperband": ("prefact", "resume", "finish_best"),
+    name: tuple(item.name for item in fields_of(PrunerSpec)
+                if item.doc.pruners is not None and name in item.doc.pruners)
+    for name in PRUNERS
 }
 
 
 def _pruner(raw: Any) -> PrunerSpec:
     name, args = _named(raw, "pruner", "asha")
     field_choice("pruner.name", name, PRUNERS)
-    keys = ["min_resource", "max_resource", "reduction_factor", *PRUNER_KEYS.get(name, ())]
+    keys = [item.name for item in fields_of(PrunerSpec) if item.name != "name"
+            and (item.doc.pruners is None or name in item.doc.pruners)]
     for key in args:  # one another pruner takes (left by --set pruner.name=sync_sh)
         takes = [other for other, known in PRUNER_KEYS.items() if key in known]
         if takes and name not in takes:
             raise ConfigError(f"pruner.{key}", f"is for pruner {', '.join(takes[:-1])} or "
                               f"{takes[-1]}, and the pruner is {name}: remove it (on the command "
                               f"line, --set '~pruner.{key}'); allowed: {', '.join(sorted(keys))}")
-    field_keys(args, keys, "pruner")
-    mode = field_choice("pruner.mode", args.get("mode", "stop"), MODES)
-    prefact = field_int("pruner.prefact", args.get("prefact", 1), minimum=1)
-    resume = _pruner_flag(args, "resume")
-    finish_best = _pruner_flag(args, "finish_best")
-    if "finish_best" in args and name in ("asha", "hyperband") and mode != "promotion":
-        raise ConfigError("pruner.finish_best", "applies to pruner mode: promotion (asha or "
-                          f"hyperband), sync_sh and sync_hyperband only; the pruner is {name} "
-                          f"with mode {mode}")
-    min_resource = field_int("pruner.min_resource", args.get("min_resource", 1), minimum=1)
-    reduction_factor = field_int("pruner.reduction_factor", args.get("reduction_factor", 3),
-                                 minimum=2)
-    max_resource = field_int("pruner.max_resource", args.get("max_resource"), minimum=1,
-                             optional=True)
-    assert min_resource is not None and reduction_factor is not None  # _int checked them
-    if max_resource is not None and max_resource < min_resource:
+    pruner = PrunerSpec(**{**read_fields(PrunerSpec, args, "pruner", keys), "name": name})
+    check_applies(PrunerSpec, args, "pruner", pruner)
+    if pruner.max_resource is not None and pruner.max_resource < pruner.min_resource:
         raise ConfigError(
             "pruner.max_resource",
-            f"is {max_resource}, but must be >= pruner.min_resource ({min_resource})",
+            f"is {pruner.max_resource}, but must be >= pruner.min_resource "
+            f"({pruner.min_resource})",
         )
-    if name in ("hyperband", "sync_hyperband") and max_resource is None:
+    if name in ("hyperband", "sync_hyperband") and pruner.max_resource is None:
         raise ConfigError("pruner.max_resource", f"is required for {name} (epochs, e.g. 27)")
-    return PrunerSpec(
-        name, min_resource, max_resource, reduction_factor,  # type: ignore[arg-type]
-        mode, prefact or 1, resume, finish_best,  # type: ignore[arg-type]
-    )
-
-
-def _pruner_flag(args: Mapping[str, Any], key: str) -> bool:
-    """``pruner.<key>``: ``true`` or ``false``, default ``true``."""
-    value = args.get(key, True)
-    if not isinstance(value, bool):
-        raise ConfigError(f"pruner.{key}", f"is {value!r}, but must be true or false")
-    return value
+    return pruner
 
 
 def _checkpoint(raw: Any, pruner: PrunerSpec) -> CheckpointSpec:
-    if not isinstance(raw, Mapping):
-        raise ConfigError("checkpoint", f"must be a mapping, got {raw!r}")
-    field_keys(raw, ("every", "max_paused"), "checkpoint")
-    every = field_choice("checkpoint.every", raw.get("every", "auto"), CHECKPOINT_POLICIES)
-    max_paused = field_int("checkpoint.max_paused", raw.get("max_paused"), minimum=1, optional=True)
-    if max_paused is not None and pruner.mode != "promotion":
-        used = pruner.name + (f" with mode {pruner.mode}" if pruner.name in ("asha", "hyperband")
-                              else "")
-        raise ConfigError("checkpoint.max_paused", "applies to pruner mode: promotion (asha or "
-                          f"hyperband) only; the pruner is {used}")
-    return CheckpointSpec(every, max_paused)  # type: ignore[arg-type]
+    checkpoint = CheckpointSpec(**read_fields(CheckpointSpec, raw, "checkpoint"))
+    check_applies(CheckpointSpec, raw, "checkpoint", pruner)
+    return checkpoint
 
 
 def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
@@ -179,7 +146,7 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
         return None
     if not isinstance(raw, Mapping):
         raise ConfigError("heartbeat", f"must be a mapping, got {raw!r}")
-    field_keys(raw, ("interval", "grace_period"), "heartbeat")
+    field_keys(raw, [item.name for item in fields_of(HeartbeatSpec)], "heartbeat")
     if storage.startswith("grpc://"):
         raise ConfigError(
             "heartbeat",
@@ -192,47 +159,21 @@ def _heartbeat(raw: Any, storage: str) -> HeartbeatSpec | None:
             "is for PostgreSQL or MySQL storages (several machines); on one machine a dead "
             "worker is seen at once",
         )
-    interval = field_int("heartbeat.interval", raw.get("interval", 60), minimum=1)
-    grace = field_int("heartbeat.grace_period", raw.get("grace_period", 3 * interval), minimum=1)
-    assert interval is not None and grace is not None
-    if grace <= interval:
-        raise ConfigError(
-            "heartbeat.grace_period", f"is {grace}, but must be > heartbeat.interval ({interval})"
-        )
-    return HeartbeatSpec(interval, grace)
+    values = read_fields(HeartbeatSpec, raw, "heartbeat")
+    if "grace_period" not in raw:
+        values["grace_period"] = 3 * values["interval"]
+    heartbeat = HeartbeatSpec(**values)
+    if heartbeat.grace_period <= heartbeat.interval:
+        raise ConfigError("heartbeat.grace_period", f"is {heartbeat.grace_period}, but must be > "
+                          f"heartbeat.interval ({heartbeat.interval})")
+    return heartbeat
 
 
 def _stop(raw: Any) -> StopSpec:
-    if not isinstance(raw, Mapping):
-        raise ConfigError("stop", f"must be a mapping, got {raw!r}")
-    field_keys(
-        raw, ("n_trials", "max_wallclock_time", "max_failed_trials", "grace", "max_retries"), "stop"
-    )
-    n_trials = raw.get("n_trials")
-    allowed = f"must be an integer from 1 to {MAX_N_TRIALS}"
-    if n_trials is not None and (isinstance(n_trials, bool) or not isinstance(n_trials, Integral)
-                                 or n_trials < 1):
-        raise ConfigError("stop.n_trials", f"is {n_trials!r}, but {allowed}")
-    n_trials = None if n_trials is None else int(n_trials)
-    if n_trials is not None and n_trials > MAX_N_TRIALS:
-        raise ConfigError("stop.n_trials", f"is {n_trials}, but {allowed} (the study queues "
-                          "every trial of it before the first starts, and a queued trial cannot "
-                          "be taken back); for a longer study, give stop.max_wallclock_time "
-                          "without n_trials")
-    retries = field_int("stop.max_retries", raw.get("max_retries", 2), minimum=0)
-    failed = field_int("stop.max_failed_trials", raw.get("max_failed_trials"), minimum=1,
-                       optional=True)
-    seconds = raw.get("max_wallclock_time")
-    if seconds is not None and (not is_finite_number(seconds) or seconds <= 0):
-        raise ConfigError("stop.max_wallclock_time", f"is {seconds!r}, but must be seconds > 0")
-    if n_trials is None and seconds is None:
+    stop = StopSpec(**read_fields(StopSpec, raw, "stop"))
+    if stop.n_trials is None and stop.max_wallclock_time is None:
         raise ConfigError("stop", "needs n_trials or max_wallclock_time (or both)")
-    grace = raw.get("grace", 0)
-    if not is_finite_number(grace) or grace < 0:
-        raise ConfigError("stop.grace", f"is {grace!r}, but must be seconds >= 0")
-    return StopSpec(
-        n_trials, None if seconds is None else float(seconds), failed, float(grace), retries or 0
-    )
+    return stop
 
 
 def _trainer(raw: Any, cli: bool = False) -> dict[str, Any]:
@@ -460,11 +401,7 @@ def _initial(raw: Any, space: Space) -> list[dict[str, Any]]:
     return [dict(item) for item in raw]
 
 
-TOP_LEVEL = (
-    "study", "storage", "run_dir", "cli", "config", "model", "data", "metric", "direction",
-    "space", "initial", "sampler", "seed", "pruner", "devices", "stop", "trainer", "optimizer",
-    "lr_scheduler", "checkpoint", "heartbeat",
-)
+TOP_LEVEL = tuple(TOP_FIELDS)
 
 
 def parse_config(raw: Mapping[str, Any]) -> Config:

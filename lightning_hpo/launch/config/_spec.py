@@ -9,25 +9,29 @@ closed choice (``sampler``, ``pruner.name``, ``pruner.mode``, ``checkpoint.every
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, get_args
 
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config._fields import FieldDoc, spec
 from lightning_hpo.launch.config.cli_spec import (
     CliSpec,
 )
 from lightning_hpo.launch.config.devices import DevicesSpec
 from lightning_hpo.launch.config.space import Space
 
-if TYPE_CHECKING:
-    pass
-
+PrunerName = Literal["asha", "hyperband", "sync_sh", "sync_hyperband", "none"]
+Mode = Literal["stop", "promotion"]
+CheckpointPolicy = Literal["auto", "epoch", "rung"]
+Direction = Literal["minimize", "maximize"]
 SAMPLERS = ("random", "tpe", "gp")
-PRUNERS = ("asha", "hyperband", "sync_sh", "sync_hyperband", "none")
+PRUNERS: tuple[str, ...] = get_args(PrunerName)
 #: ``pruner.mode`` of asha and hyperband: stop trials at rungs, or pause them for promotion.
-MODES = ("stop", "promotion")
+MODES: tuple[str, ...] = get_args(Mode)
 #: ``checkpoint.every``: when a trial's resume checkpoint is written.
-CHECKPOINT_POLICIES = ("auto", "epoch", "rung")
-DIRECTIONS = ("minimize", "maximize")
+CHECKPOINT_POLICIES: tuple[str, ...] = get_args(CheckpointPolicy)
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
 #: The most ``stop.n_trials`` may be. The launcher queues the whole budget (one WAITING trial
 #: each) before any trial starts, Optuna deletes no trial, and a study holding more queued
 #: trials than a later config's ``n_trials`` is refused, so a mistyped huge number would spend
@@ -48,13 +52,39 @@ TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
     "check_val_every_n_epoch": (int, type(None)),  # null: validate by val_check_interval
     "log_every_n_steps": int,
 }
+#: One sentence on each of :data:`TRAINER_KEYS`, for the reference.
+TRAINER_DOCS: dict[str, str] = {
+    "max_epochs": "The epochs a trial may train; equal to pruner.max_resource if both are given.",
+    "precision": "Lightning's precision (32, 16-mixed, bf16-mixed...).",
+    "gradient_clip_val": "Clip gradients to this norm; null: no clipping.",
+    "accumulate_grad_batches": "Batches whose gradients are summed before a step.",
+    "deterministic": "Use deterministic algorithms (Lightning's true, false or warn).",
+    "limit_train_batches": "Training batches an epoch: a count, or a fraction of the loader.",
+    "limit_val_batches": "Validation batches: a count, or a fraction of the loader.",
+    "check_val_every_n_epoch": "Validate every this many epochs.",
+    "log_every_n_steps": "How often the Trainer logs training steps.",
+}
 #: ``trainer.logger``: where each trial's epochs are logged besides its ``metrics.csv`` (always
 #: written): ``tensorboard`` adds a TensorBoard run per trial under ``run_dir/<study>/``.
 LOGGERS = ("tensorboard", "csv")
 #: The command that installs what ``trainer.logger: tensorboard`` needs.
 TENSORBOARD_INSTALL = "pip install 'lightning-async-hpo[tensorboard]'"
+_SYNC = ("sync_sh", "sync_hyperband")
+_STAGED = ("asha", "hyperband")
 
 
+def _n_trials(path: str, value: Any) -> int | None:
+    """``stop.n_trials``: an integer from 1 to :data:`MAX_N_TRIALS`, or null."""
+    allowed = f"must be an integer from 1 to {MAX_N_TRIALS}"
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 1:
+        raise ConfigError(path, f"is {value!r}, but {allowed}")
+    if int(value) > MAX_N_TRIALS:
+        raise ConfigError(path, f"is {value}, but {allowed} (the study queues every trial of it "
+                          "before the first starts, and a queued trial cannot be taken back); "
+                          "for a longer study, give stop.max_wallclock_time without n_trials")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -86,14 +116,23 @@ class PrunerSpec:
         pruner: {name: hyperband, mode: promotion, max_resource: 27, finish_best: false}
     """
 
-    name: Literal["asha", "hyperband", "sync_sh", "sync_hyperband", "none"] = "asha"
-    min_resource: int = 1
-    max_resource: int | None = None
-    reduction_factor: int = 3
-    mode: Literal["stop", "promotion"] = "stop"
-    prefact: int = 1  # sync_sh / sync_hyperband: configurations per round, times eta**K
-    resume: bool = True  # sync_sh / sync_hyperband: continue promoted trials from a checkpoint
-    finish_best: bool = True  # pausing schedules: train the best to max_resource (n_trials)
+    name: PrunerName = spec("asha", "The multi-fidelity rule (or a bare name: pruner: none).")
+    min_resource: int = spec(1, "The epochs of the first rung.", minimum=1, unit="epochs")
+    max_resource: int | None = spec(
+        None, "The epochs a trial may train at most (the last rung).", minimum=1, unit="epochs",
+        default_text="trainer.max_epochs")
+    reduction_factor: int = spec(3, "Each rung keeps 1/reduction_factor of the trials, each "
+                                 "trained reduction_factor times longer.", minimum=2)
+    mode: Mode = spec("stop", "Stop trials below a rung's cut, or pause every trial at each "
+                      "rung for promotion.", pruners=_STAGED)
+    prefact: int = spec(1, "Configurations per round, times reduction_factor**K.", minimum=1,
+                        pruners=_SYNC)
+    resume: bool = spec(True, "Continue promoted trials from their checkpoint (false: retrain "
+                        "from scratch).", pruners=_SYNC)
+    finish_best: bool = spec(
+        True, "With stop.n_trials, train the best paused trial of the highest rung on to "
+        "max_resource.", pruners=(*_STAGED, *_SYNC), when=lambda pruner: pruner.pauses,
+        applies="pruner mode: promotion (asha or hyperband), sync_sh and sync_hyperband")
 
     @property
     def pauses(self) -> bool:
@@ -119,11 +158,16 @@ class StopSpec:
         stop: {n_trials: 50, max_wallclock_time: 720, grace: 60, max_retries: 2}
     """
 
-    n_trials: int | None = None
-    max_wallclock_time: float | None = None  # seconds
-    max_failed_trials: int | None = None
-    grace: float = 0.0  # seconds
-    max_retries: int = 2  # a trial whose worker dies resumes from its checkpoint this often
+    n_trials: int | None = spec(None, "The trials to run (queued before the first starts).",
+                                minimum=1, maximum=MAX_N_TRIALS, check=_n_trials)
+    max_wallclock_time: float | None = spec(None, "End the study after this long.", minimum=0,
+                                            above=True, unit="seconds")
+    max_failed_trials: int | None = spec(None, "End the study after this many failed trials.",
+                                         minimum=1)
+    grace: float = spec(0.0, "How long running trials may go on to their next epoch when the "
+                        "study ends early.", minimum=0, unit="seconds")
+    max_retries: int = spec(2, "How often a trial whose worker died resumes from its "
+                            "checkpoint.", minimum=0)
 
 
 @dataclass(frozen=True)
@@ -146,8 +190,11 @@ class CheckpointSpec:
         checkpoint: {every: rung, max_paused: 100}
     """
 
-    every: Literal["auto", "epoch", "rung"] = "auto"
-    max_paused: int | None = None
+    every: CheckpointPolicy = spec("auto", "When a trial's resume checkpoint is written.")
+    max_paused: int | None = spec(
+        None, "Keep at most this many trials paused at a rung; beyond it the least promotable "
+        "end PRUNED.", minimum=1, when=lambda pruner: pruner.mode == "promotion",
+        applies="pruner mode: promotion (asha or hyperband)", default_text="null (no bound)")
 
 
 @dataclass(frozen=True)
@@ -164,8 +211,11 @@ class HeartbeatSpec:
         heartbeat: {interval: 60, grace_period: 180}
     """
 
-    interval: int = 60
-    grace_period: int = 180
+    interval: int = spec(60, "How often a training worker records a heartbeat.", minimum=1,
+                         unit="seconds")
+    grace_period: int = spec(180, "A trial whose last heartbeat is older is resumed elsewhere.",
+                             minimum=1, unit="seconds", default_text="3 × interval",
+                             allowed_text="> interval")
 
 
 @dataclass(frozen=True)
@@ -180,7 +230,7 @@ class Config:
     data: str
     data_args: dict[str, Any]
     metric: str
-    direction: Literal["minimize", "maximize"]
+    direction: Direction
     space: Space
     initial: list[dict[str, Any]]
     sampler: str  # a name of SAMPLERS, or a "package.module:Class" path
@@ -222,3 +272,60 @@ class Config:
     def study_dir(self) -> Path:
         """Where per-trial logs and checkpoints go: ``run_dir/<study>``."""
         return Path(self.run_dir) / self.study
+
+
+def _top(type_text: str, default_text: str, doc: str, allowed_text: str = "",
+         applies: str = "") -> FieldDoc:
+    return FieldDoc(doc, type_text=type_text, default_text=default_text,
+                    allowed_text=allowed_text, applies=applies)
+
+
+_CLI_ONLY = "LightningCLI configs"
+#: The top-level keys in the order :func:`~lightning_hpo.launch.config.parse_config` reads them
+#: (``TOP_LEVEL``), each with its doc; a ``section`` key has a table of its own.
+TOP_FIELDS: dict[str, FieldDoc] = {
+    "study": _top("string", "required", "The Optuna study's name.",
+                  "letters, digits, . _ -"),
+    "storage": _top("string", "runs/<study>.journal", "A journal file path or an Optuna "
+                    "storage URL (PostgreSQL for several machines)."),
+    "run_dir": _top("string", "runs", "Where each trial's logs and checkpoints go "
+                    "(run_dir/<study>)."),
+    "cli": _top("string", "", "Your project's LightningCLI, as package.module:function.",
+                applies=_CLI_ONLY),
+    "config": _top("list of paths", "", "The project's own config files, given to its CLI.",
+                   applies=_CLI_ONLY),
+    "model": _top("name or mapping", "", "A registry name or class path, with fixed "
+                  "arguments ({name: lenet, ...}) or a LightningCLI {class_path: ...}."),
+    "data": _top("name or mapping", "digits", "A registry name, with fixed arguments."),
+    "metric": _top("string or list", "validation_error", "The logged metric to optimize; a "
+                   "list of them for several objectives."),
+    "direction": _top("choice or list", "minimize", "Whether the metric is minimized or "
+                      "maximized; a list, one per metric.", ", ".join(DIRECTIONS)),
+    "space": _top("mapping", "", "The hyperparameters searched ({lr: {loguniform: [a, b]}}).",
+                  "at least one searched"),
+    "initial": _top("list of mappings", "[]", "Configurations tried first, each a trial.",
+                    "values inside the space"),
+    "sampler": _top("section", "random", "Optuna's sampler (a name, or a section)."),
+    "seed": _top("integer or null", "null", "The seed of the sampler and of every trial's "
+                 "training.", "0 to 4294967295"),
+    "pruner": _top("section", "asha", "The multi-fidelity schedule."),
+    "devices": _top("section", "", "How trials share the machine's devices."),
+    "stop": _top("section", "", "When the study ends."),
+    "trainer": _top("section", "", "Lightning Trainer arguments for every trial."),
+    "optimizer": _top("mapping", "", "The CLI's optimizer section.", applies=_CLI_ONLY),
+    "lr_scheduler": _top("mapping", "", "The CLI's lr_scheduler section.", applies=_CLI_ONLY),
+    "checkpoint": _top("section", "", "The resume checkpoint each trial keeps."),
+    "heartbeat": _top("section", "null", "Optuna's RDB heartbeat, to resume the trials of a "
+                      "lost machine.", applies="PostgreSQL and MySQL storages"),
+}
+#: The ``sampler:`` section's keys.
+SAMPLER_FIELDS: dict[str, FieldDoc] = {
+    "name": _top("choice", "random", "A built-in Optuna sampler.", ", ".join(SAMPLERS)),
+    "class": _top("string", "", "Your own sampler as package.module:Class; its constructor's "
+                  "arguments go beside it.", "an optuna.samplers.BaseSampler subclass"),
+    "seed": _top("integer or null", "null", "The same as the top-level seed (give one).",
+                 "0 to 4294967295"),
+}
+#: ``trainer.logger``: the launcher's own Trainer key (the others are :data:`TRAINER_KEYS`).
+LOGGER_FIELD = _top("choice", "tensorboard if installed, else csv", "Where each trial's "
+                    "epochs are logged besides its metrics.csv.", ", ".join(LOGGERS))

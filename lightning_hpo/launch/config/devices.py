@@ -20,9 +20,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from lightning_hpo.errors import ConfigError, field_choice, field_int, field_keys
+from lightning_hpo.errors import ConfigError
+from lightning_hpo.launch.config._fields import read_fields, spec
 from lightning_hpo.launch.config.slurm import usable_cores
 
 __all__ = [
@@ -40,7 +41,8 @@ __all__ = [
     "threads_per_process",
 ]
 
-ACCELERATORS = ("auto", "cpu", "gpu")
+Accelerator = Literal["auto", "cpu", "gpu"]
+ACCELERATORS: tuple[str, ...] = get_args(Accelerator)
 #: NVIDIA's driver: a folder per GPU, and its control device.
 NVIDIA_GPUS, NVIDIA_CONTROL = "/proc/driver/nvidia/gpus", "/dev/nvidiactl"
 #: WSL's GPU bridge and ROCm's driver: GPUs only CUDA (HIP) itself can count.
@@ -53,10 +55,13 @@ GPU_FILES = (NVIDIA_GPUS, NVIDIA_CONTROL, *OTHER_GPU_FILES)
 class DevicesSpec:
     """``devices:``: how trials share the machine's devices (GPUs, else CPU cores)."""
 
-    per_trial: int = 1
-    trials_per_device: int = 1
-    accelerator: Literal["auto", "cpu", "gpu"] = "auto"
-    count: int | None = None  # how many devices to use; None = all visible
+    per_trial: int = spec(1, "The devices each trial trains on (DDP when more than 1).",
+                          minimum=1)
+    trials_per_device: int = spec(1, "The trials that share one device (1 when per_trial > 1).",
+                                  minimum=1)
+    accelerator: Accelerator = spec("auto", "GPUs, CPU cores, or GPUs where any is visible.")
+    count: int | None = spec(None, "How many devices to use.", minimum=1,
+                             default_text="null (all visible)")
 
 
 def parse_devices(raw: Any) -> DevicesSpec:
@@ -70,19 +75,13 @@ def parse_devices(raw: Any) -> DevicesSpec:
         >>> parse_devices({"accelerator": "cpu", "count": 2})
         DevicesSpec(per_trial=1, trials_per_device=1, accelerator='cpu', count=2)
     """
-    if not isinstance(raw, Mapping):
-        raise ConfigError("devices", f"must be a mapping, got {raw!r}")
-    field_keys(raw, ("per_trial", "trials_per_device", "accelerator", "count"), "devices")
-    per_trial = field_int("devices.per_trial", raw.get("per_trial", 1), minimum=1)
-    sharing = field_int("devices.trials_per_device", raw.get("trials_per_device", 1), minimum=1)
-    accelerator = field_choice("devices.accelerator", raw.get("accelerator", "auto"), ACCELERATORS)
-    count = field_int("devices.count", raw.get("count"), minimum=1, optional=True)
-    if per_trial > 1 and sharing > 1:
+    spec_ = DevicesSpec(**read_fields(DevicesSpec, raw, "devices"))
+    if spec_.per_trial > 1 and spec_.trials_per_device > 1:
         raise ConfigError(
             "devices.trials_per_device",
             "must be 1 when devices.per_trial > 1 (a DDP trial owns its devices)",
         )
-    return DevicesSpec(per_trial, sharing, accelerator, count)  # type: ignore[arg-type]
+    return spec_
 
 
 @dataclass(frozen=True)

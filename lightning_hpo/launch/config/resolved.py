@@ -16,10 +16,9 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from lightning_hpo.launch.config._parse import PRUNER_KEYS
+from lightning_hpo.launch.config._fields import applies, fields_of
 from lightning_hpo.launch.config._spec import Config
 from lightning_hpo.storage import mask
 
@@ -53,12 +52,9 @@ def resolved_config(cfg: Config) -> dict[str, Any]:
     sampler = {"name": cfg.sampler} if not cfg.sampler_args and ":" not in cfg.sampler else {
         "class": cfg.sampler, **cfg.sampler_args}
     out["sampler"] = {**sampler, "seed": cfg.seed}
-    out["pruner"] = _pruner(cfg)
-    out["devices"] = dataclasses.asdict(cfg.devices)
-    out["stop"] = dataclasses.asdict(cfg.stop)
-    out["checkpoint"] = dataclasses.asdict(cfg.checkpoint)
-    if cfg.heartbeat is not None:
-        out["heartbeat"] = dataclasses.asdict(cfg.heartbeat)
+    for key in ("pruner", "devices", "stop", "checkpoint", "heartbeat"):
+        if getattr(cfg, key) is not None:
+            out[key] = _section(getattr(cfg, key), cfg)
     if cfg.cli is None:
         out["trainer"] = {**cfg.trainer, "max_epochs": cfg.max_epochs, "logger": cfg.logger}
     else:
@@ -67,12 +63,8 @@ def resolved_config(cfg: Config) -> dict[str, Any]:
     return out
 
 
-def _pruner(cfg: Config) -> dict[str, Any]:
-    """``pruner:`` with the keys its name takes (``finish_best`` only where it applies)."""
-    pruner = cfg.pruner
-    keys = ["name", "min_resource", "max_resource", "reduction_factor", *PRUNER_KEYS.get(
-        pruner.name, ())]
-    if pruner.name in ("asha", "hyperband") and pruner.mode != "promotion":
-        keys.remove("finish_best")
-    values = dataclasses.asdict(pruner)
-    return {key: values[key] for key in keys}
+def _section(section: Any, cfg: Config) -> dict[str, Any]:
+    """A section's fields in the definition's order, those that apply to ``cfg``'s pruner only
+    (``pruner.prefact`` for sync_*, ``checkpoint.max_paused`` for mode promotion...)."""
+    return {item.name: getattr(section, item.name) for item in fields_of(type(section))
+            if applies(item, cfg.pruner)}

@@ -1,0 +1,11 @@
+"""Print the launcher's field reference (Markdown), generated from the config's definition.
+
+Usage: ``python scripts/config_reference.py > docs/config-fields.md``.
+"""
+
+from __future__ import annotations
+
+from lightning_hpo.launch.config import field_reference
+
+if __name__ == "__main__":
+    print(field_reference(), end="")
