@@ -205,7 +205,15 @@ def test_help_names_print_config_and_the_reference() -> None:
                           capture_output=True, text=True, timeout=120, env=ENV)
     assert done.returncode == 0
     assert "--print-config" in done.stdout.split("example:")[-1]
-    assert "config_reference.py" in done.stdout
+    assert "--list-fields" in done.stdout.split("example:")[-1]
+
+
+def test_list_fields_prints_the_reference(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "lightning_hpo.launch", "--list-fields"],
+                          capture_output=True, text=True, timeout=120, env=ENV, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == field_reference()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_script_prints_the_reference() -> None:

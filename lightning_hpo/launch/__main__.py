@@ -7,6 +7,7 @@ Examples::
     python -m lightning_hpo.launch random_search --quiet            # a shipped config, by name
     python -m lightning_hpo.launch --list-configs                   # the shipped configs
     python -m lightning_hpo.launch quickstart --print-config        # every field, resolved
+    python -m lightning_hpo.launch --list-fields                    # what each field means
 
 CONFIG is a YAML file or the name of a config shipped with the package
 (:func:`~lightning_hpo.launch.config.resolve_config`), so the commands work from any folder.
@@ -100,9 +101,8 @@ def _parser() -> OneLineParser:
         "through one PostgreSQL storage URL. Running the same command again resumes.",
         epilog="example: python -m lightning_hpo.launch quickstart "
         "--set stop.n_trials=20 --set pruner.max_resource=9\n"
-        "every field: --print-config (this config resolved, with its defaults); each field's "
-        "type, default\nand allowed values: python scripts/config_reference.py "
-        "(lightning_hpo.launch.config.field_reference())",
+        "a config with every field resolved: --print-config; every field's type, default and "
+        "allowed values: --list-fields",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("config", nargs="?",  # as typed: Path("a://b") would read "a:/b"
@@ -122,6 +122,9 @@ def _parser() -> OneLineParser:
                         "--set applied, the storage's password masked) and exit")
     parser.add_argument("--list-configs", action="store_true",
                         help="print the shipped configs (name and file, to copy and edit)")
+    parser.add_argument("--list-fields", action="store_true",
+                        help="print every config field: its type, default, allowed values and "
+                        "what it does (Markdown)")
     return parser
 
 
@@ -131,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list_configs:
         for name, path in shipped_configs().items():
             print(f"{name:<28} {path}")
+        return 0
+    if args.list_fields:
+        from lightning_hpo.launch.config import field_reference
+
+        print(field_reference(), end="")
         return 0
     started = process_start_time()
     early: EarlyWorkers | None = None
