@@ -1,7 +1,7 @@
 """A study with two objectives under ``strategy="ddp"`` on 2 CPU processes
 (test_callbacks_multiobjective.py), and the tiny model both that test and this script train.
 
-Usage: ``python tests/_ddp_multiobjective_script.py OUT_DIR [--slow-follower]``. Lightning
+Usage: ``python tests/helpers/ddp_multiobjective_script.py OUT_DIR [--slow-follower]``. Lightning
 re-runs this script for rank 1.
 
 :class:`TwoMetrics` logs two metrics per validation epoch: ``validation_error``, a deterministic

@@ -1,6 +1,6 @@
 """Several ``optimize`` calls under ``strategy="ddp"`` on 2 CPU processes (test_distributed.py).
 
-Usage: ``python tests/_ddp_optimize_script.py STORAGE_KIND OUT_DIR [--raise-in-fit]``,
+Usage: ``python tests/helpers/ddp_optimize_script.py STORAGE_KIND OUT_DIR [--raise-in-fit]``,
 STORAGE_KIND one of ``memory`` (an ``InMemoryStorage`` object), ``journal`` (a journal file path)
 or ``sqlite`` (a URL). Lightning re-runs this script for rank 1.
 

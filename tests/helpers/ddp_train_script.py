@@ -1,7 +1,7 @@
 """Train LeNet on digits with ``strategy="ddp"`` on 2 CPU processes (gloo); run by test_ddp.py.
 
-Usage: ``python tests/_ddp_train_script.py OUT_DIR EPOCHS``. Lightning re-runs this script for
-rank 1; each rank writes ``OUT_DIR/rank<global_rank>.json`` with what it saw per epoch.
+Usage: ``python tests/helpers/ddp_train_script.py OUT_DIR EPOCHS``. Lightning re-runs this script
+for rank 1; each rank writes ``OUT_DIR/rank<global_rank>.json`` with what it saw per epoch.
 """
 
 from __future__ import annotations

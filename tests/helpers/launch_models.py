@@ -1,5 +1,5 @@
 """Models (and a data module) the launcher tests load through ``model: {name:
-"_launch_models:Class"}`` (``data: {name: "_launch_models:LoaderData"}``)."""
+"helpers.launch_models:Class"}`` (``data: {name: "helpers.launch_models:LoaderData"}``)."""
 
 from __future__ import annotations
 

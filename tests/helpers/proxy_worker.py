@@ -1,6 +1,7 @@
-"""A process that races others on one study, directly or through a gRPC proxy (tests/test_proxy.py).
+"""A process that races others on one study, directly or through a gRPC proxy
+(tests/integration/test_proxy.py).
 
-    python tests/_proxy_worker.py MODE STORAGE STUDY OUT [N]
+    python tests/helpers/proxy_worker.py MODE STORAGE STUDY OUT [N]
 
 MODE:
 * ``claim``: claim trials with the launcher's ``claim_trial`` until none is left; OUT gets the

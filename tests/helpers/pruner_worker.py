@@ -6,7 +6,8 @@ per decision. Imported (by ``conftest.py``), it gives :func:`make_storage`.
 
 Usage::
 
-    python tests/_pruner_worker.py KIND URL STUDY PRUNER_JSON BARRIER_DIR WORKER N_WORKERS PLAN_JSON
+    python tests/helpers/pruner_worker.py KIND URL STUDY PRUNER_JSON BARRIER_DIR WORKER N_WORKERS \
+        PLAN_JSON
 
 ``PLAN_JSON`` is a list of trials, each a list of ``[step, value]`` reports.
 """

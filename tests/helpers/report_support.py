@@ -1,4 +1,4 @@
-"""What the report tests (``tests/test_report_*.py``) share: studies with exactly what the
+"""What the report tests (``tests/unit/report/``) share: studies with exactly what the
 launcher writes, simulated in-process (ASHA trials on two slots; paused trials and training
 segments; segment entries left open; several objectives), the fixtures that make them, and
 helpers that count what a figure drew.
@@ -6,8 +6,8 @@ helpers that count what a figure drew.
 A test module requests these fixtures by binding them to its own names (pytest finds fixtures
 among a module's names)::
 
-    journal = _report_support.journal
-    study = _report_support.study  # requests ``journal``: bind both
+    journal = report_support.journal
+    study = report_support.study  # requests ``journal``: bind both
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from _support import as_user
+from helpers.support import as_user
 
 #: Daemons the cluster runs; client commands the tests use.
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -430,7 +430,7 @@ def _slurm_conf(
         "CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
         if key in hardware)
     return f"""\
-# A throwaway one-node cluster of tests/_slurm.py.
+# A throwaway one-node cluster of tests/helpers/slurm.py.
 ClusterName=lhpo
 SlurmctldHost={node}(127.0.0.1)
 SlurmctldPort={ports[0]}

@@ -22,7 +22,11 @@ from lightning_hpo.launch.processes.spawn import share_priority
 from lightning_hpo.schema import is_paused
 from lightning_hpo.storage import open_storage
 
-TESTS = Path(__file__).resolve().parent
+#: ``tests/``: on ``sys.path`` (the root conftest.py) and on the launchers' ``PYTHONPATH``
+#: (:func:`env`), so that ``helpers.launch_models:Class`` imports there.
+TESTS = Path(__file__).resolve().parent.parent
+HELPERS = TESTS / "helpers"  # this folder: the scripts the tests run by path
+REPO = TESTS.parent  # the checkout
 FINISHED = {TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL}
 INITIAL = {"lr": 0.1, "batch_size": 64}
 SECRET = "s3cr3t-pw"  # a storage password: no output may show it
@@ -54,7 +58,7 @@ def config_file(tmp_path: Path, **fields: object) -> Path:
 
 
 def env() -> dict[str, str]:
-    """The environment for launcher subprocesses: tests/ importable (for test models)."""
+    """The environment for launcher subprocesses: tests/ importable (``helpers.launch_models``)."""
     out = dict(os.environ)
     out["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), out.get("PYTHONPATH")]))
     return out

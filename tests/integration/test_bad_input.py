@@ -14,7 +14,7 @@ from pathlib import Path
 import optuna
 import pytest
 import yaml
-from _support import SECRET, _journal_with_garbage_inside, config_file, launch
+from helpers.support import SECRET, _journal_with_garbage_inside, config_file, launch
 
 import lightning_hpo.launch.processes.folders as launcher
 from lightning_hpo.errors import ConfigError

@@ -23,7 +23,7 @@ import pytest
 import torch
 from optuna.trial import TrialState
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
 import bench_gpu  # noqa: E402

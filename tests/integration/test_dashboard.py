@@ -20,8 +20,8 @@ from typing import Any
 
 import optuna
 import pytest
-from _report_support import SCENARIO, make_launcher_study, make_mo_study
-from _support import free_port
+from helpers.report_support import SCENARIO, make_launcher_study, make_mo_study
+from helpers.support import free_port
 from optuna.trial import TrialState
 
 from lightning_hpo.schema import ATTR, objective_curve

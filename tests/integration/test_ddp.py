@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
-from _support import ddp_clean_env, free_port, run_job
+from helpers.support import HELPERS, REPO, ddp_clean_env, free_port, run_job
 
-_SCRIPT = Path(__file__).with_name("_ddp_train_script.py")
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_SCRIPT = HELPERS / "ddp_train_script.py"
+_REPO_ROOT = REPO
 _EPOCHS = 2
 _TIMEOUT_S = 240  # two ranks each import torch + Lightning (~7 s) on 2 shared cores
 

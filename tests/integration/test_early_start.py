@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _support import config_file, launch, popen, wait_for
+from helpers.support import config_file, launch, popen, wait_for
 
 from lightning_hpo.launch.processes.protocol import GO_LINE, StopOrder, read_go, read_stop_orders
 from lightning_hpo.launch.worker._once import SaidOnce, _OnceFilter, message_key, say_once

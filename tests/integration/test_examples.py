@@ -33,7 +33,7 @@ from lightning_hpo.launch.config.space import parse_space, suggest
 from lightning_hpo.schema import CONFIG_ATTR
 from lightning_hpo.storage import open_storage
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _load_example(name: str) -> ModuleType:

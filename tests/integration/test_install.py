@@ -22,7 +22,7 @@ import pytest
 
 import lightning_hpo
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: What the build reads: pyproject.toml, the readme (the long description), the package and the
 #: top-level configs/ folder it ships as lightning_hpo/configs/.
 BUILD_INPUTS = ("pyproject.toml", "README.md", "lightning_hpo", "configs")

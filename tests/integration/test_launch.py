@@ -19,7 +19,7 @@ import optuna
 import pytest
 import torch
 import yaml
-from _support import (
+from helpers.support import (
     FINISHED,
     INITIAL,
     TESTS,
@@ -103,7 +103,8 @@ def test_a_trial_failing_on_another_rank_fails_and_the_slot_starts_fresh_ranks(
     hung for ever (rank 1 swallowed the error and waited for rank 0). The trial now ends FAIL
     with rank 1's error, the slot's worker starts again with fresh ranks, the rest complete."""
     config = config_file(tmp_path, devices={"accelerator": "cpu", "per_trial": 2},
-                         model={"name": "_launch_models:FailsOnRankOne"}, stop={"n_trials": 3})
+                         model={"name": "helpers.launch_models:FailsOnRankOne"},
+                         stop={"n_trials": 3})
     result = launch(str(config), "--quiet", cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     trials = study_of(str(tmp_path / "t.journal")).get_trials(deepcopy=False)
@@ -135,7 +136,7 @@ def test_a_slot_loader_gets_no_more_processes_than_its_share_of_cores(tmp_path: 
 def test_a_run_whose_every_trial_failed_exits_1_with_the_first_reason(tmp_path: Path) -> None:
     """Every trial FAIL is not a success: exit 1, the first failure's reason in one line (the
     summary is printed first, as for any run)."""
-    config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+    config = config_file(tmp_path, model={"name": "helpers.launch_models:ExplodingLeNet"},
                          space={"lr": {"loguniform": [0.2, 1.0]}},
                          initial=[{"lr": 0.5}], stop={"n_trials": 2},
                          devices={"accelerator": "cpu", "count": 1})
@@ -178,7 +179,7 @@ def test_a_trial_counts_the_epochs_it_trained_however_often_it_validates(
 
 
 def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> None:
-    config = config_file(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+    config = config_file(tmp_path, model={"name": "helpers.launch_models:ExplodingLeNet"},
                      initial=[{"lr": 0.05, "batch_size": 64}], stop={"n_trials": 6})
     result = launch(str(config), "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -195,10 +196,10 @@ def test_failing_trials_are_recorded_and_the_worker_goes_on(tmp_path: Path) -> N
 
 def test_a_killed_worker_fails_its_trial_and_the_slot_restarts(tmp_path: Path) -> None:
     """With stop.max_retries: 0 a killed worker's trial ends FAIL at once (the default resumes
-    it: tests/test_scheduler.py)."""
+    it: tests/integration/test_scheduler.py)."""
     # Epochs of at least 0.4 s (SlowLeNet): the trial found running is still running when the
     # kill comes, however slowly the study is read.
-    config = config_file(tmp_path, model={"name": "_launch_models:SlowLeNet"},
+    config = config_file(tmp_path, model={"name": "helpers.launch_models:SlowLeNet"},
                          trainer={"max_epochs": 6, "limit_train_batches": 8,
                                   "limit_val_batches": 2},
                          stop={"n_trials": 6, "max_retries": 0})
@@ -268,7 +269,7 @@ def test_a_sigtermed_ddp_trial_resumes_where_its_interrupted_segment_ended(
     segment used to end at the last epoch it reported, so the next one, starting from the
     checkpoint, overlapped it (``to_epoch`` 4, resumed from epoch 1)."""
     max_epochs = 8
-    config = config_file(tmp_path, model={"name": "_launch_models:SlowToCheckpoint"},
+    config = config_file(tmp_path, model={"name": "helpers.launch_models:SlowToCheckpoint"},
                          devices={"accelerator": "cpu", "per_trial": 2},
                          trainer={"max_epochs": max_epochs, "limit_train_batches": 2,
                                   "limit_val_batches": 1},
@@ -384,7 +385,7 @@ def test_max_failed_trials_pauses_the_others(tmp_path: Path) -> None:
     """stop.max_failed_trials is the study's budget too: the trial still running when it is
     reached (a good one, lr=0.1) pauses with the reason, the failed one stays FAIL."""
     config = config_file(
-        tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+        tmp_path, model={"name": "helpers.launch_models:ExplodingLeNet"},
         initial=[{"lr": 0.1, "batch_size": 64}, {"lr": 0.5, "batch_size": 64}],
         trainer={"max_epochs": 1000, "limit_train_batches": 4, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 2},
@@ -539,7 +540,7 @@ def test_two_launchers_share_one_postgres_study(tmp_path: Path, postgres_server:
     postgres_url = postgres_server.new_database("launchers")
     config = config_file(tmp_path, storage=postgres_url, devices={"accelerator": "cpu", "count": 1},
                          stop={"n_trials": 8},
-                         model={"name": "_launch_models:MeetsAnotherLauncher"})
+                         model={"name": "helpers.launch_models:MeetsAnotherLauncher"})
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)
     outs = [finish(first), finish(second)]

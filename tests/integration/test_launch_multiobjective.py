@@ -14,7 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import config_file, launch, study_of
+from helpers.support import config_file, launch, study_of
 from optuna.trial import TrialState
 
 from lightning_hpo.errors import ConfigError

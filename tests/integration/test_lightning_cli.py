@@ -16,7 +16,7 @@ there with ``python -m lightning_hpo.launch tune.yaml`` as a stranger would, shr
 
 Launches are real multi-process runs (``slow``). Builders: lightning_hpo.launch.checks.project,
 lightning_hpo.launch.config.cli_spec; the report's copy of the best config:
-tests/test_report_best_config.py.
+tests/unit/report/test_best_config.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _support import ddp_clean_env, run_job
+from helpers.support import REPO, ddp_clean_env, run_job
 from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo.launch.__main__ import main as launcher_main
@@ -42,7 +42,7 @@ from lightning_hpo.launch.checks.project import owned_lines
 from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import open_storage
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "lightning_cli"
+EXAMPLE = REPO / "examples" / "lightning_cli"
 PROJECT_FILES = ("main.py", "config.yaml", "tune.yaml")
 STUDY = "shop"
 #: Two training batches and one validation batch per epoch: every epoch takes milliseconds.
@@ -782,7 +782,7 @@ def test_check_names_the_entry_point_for_what_its_module_or_function_raises(
     raw["initial"] = [{"model.hidden_dim": 64}]
     raw["cli"] = "proj_entry:" + ("ShopCLI" if "ShopCLI" in text else "cli_main")
     _write_yaml(here / "tune_entry.yaml", raw)
-    monkeypatch.setattr(sys, "argv", ["pytest", "tests/test_lightning_cli.py", "-q"])
+    monkeypatch.setattr(sys, "argv", ["pytest", "tests/integration/test_lightning_cli.py", "-q"])
     try:
         code, out, err = _check("tune_entry.yaml", capsys=capsys)
     finally:

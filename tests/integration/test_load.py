@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_load.py"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_load.py"
 
 pytestmark = pytest.mark.slow
 

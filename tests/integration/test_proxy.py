@@ -17,8 +17,8 @@ from typing import Any
 
 import optuna
 import pytest
-from _support import (
-    TESTS,
+from helpers.support import (
+    HELPERS,
     config_file,
     env,
     finish,
@@ -42,7 +42,7 @@ from lightning_hpo.storage import StorageSpec, open_storage
 
 pytest.importorskip("grpc")
 
-WORKER = TESTS / "_proxy_worker.py"
+WORKER = HELPERS / "proxy_worker.py"
 
 
 # ------------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ def proxy(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Proxy]:
 
 
 def race(mode: str, specs: list[str], study: str, folder: Path, n: int = 10) -> list[list[str]]:
-    """Run one :mod:`_proxy_worker` per spec at once; each one's output lines."""
+    """Run one :mod:`helpers.proxy_worker` per spec at once; each one's output lines."""
     folder.mkdir(exist_ok=True)
     outs = [folder / f"{mode}-{k}.txt" for k in range(len(specs))]
     processes = [
@@ -304,7 +304,7 @@ def test_two_launchers_behind_one_proxy_run_the_budget_exactly_once(
     config = config_file(
         tmp_path, storage=proxy.spec, devices={"accelerator": "cpu", "count": 1},
         pruner={"name": "asha", "min_resource": 1, "max_resource": 3, "reduction_factor": 3},
-        stop={"n_trials": 10}, model={"name": "_launch_models:MeetsAnotherLauncher"},
+        stop={"n_trials": 10}, model={"name": "helpers.launch_models:MeetsAnotherLauncher"},
     )
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)
@@ -405,7 +405,7 @@ def test_a_proxy_gone_mid_run_is_one_line_and_the_same_command_resumes(tmp_path:
     url = f"sqlite:///{tmp_path / 'behind.db'}"
     running = start_proxy("sqlite", url)
     config = config_file(
-        tmp_path, storage=running.spec, model={"name": "_launch_models:SlowLeNet"},
+        tmp_path, storage=running.spec, model={"name": "helpers.launch_models:SlowLeNet"},
         trainer={"max_epochs": 3, "limit_train_batches": 8, "limit_val_batches": 2},
         stop={"n_trials": 6},
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import FINISHED, INITIAL, config_file, env, finish, launch, popen, study_of
+from helpers.support import FINISHED, INITIAL, config_file, env, finish, launch, popen, study_of
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.config import load_config
@@ -96,7 +96,7 @@ def test_a_killed_launcher_resumes_without_losing_or_duplicating(tmp_path: Path)
     n_trials = 8
     # Epochs of at least 0.4 s (SlowLeNet): a trial seen RUNNING is still training when the
     # launcher is killed, rather than both workers being between trials.
-    config = config_file(tmp_path, model={"name": "_launch_models:SlowLeNet"},
+    config = config_file(tmp_path, model={"name": "helpers.launch_models:SlowLeNet"},
                          trainer={"max_epochs": 4, "limit_train_batches": 8,
                                   "limit_val_batches": 2}, stop={"n_trials": n_trials})
     storage = str(tmp_path / "t.journal")
@@ -181,7 +181,7 @@ def test_a_checkpoint_over_the_file_size_limit_fails_its_trial(tmp_path: Path) -
                          stop={"n_trials": 3})
     limit = 128 * 1024
     # The limit is set by a small program that then becomes the launcher (exec), not by a
-    # preexec_fn: that would fork the test process (see _support.ctrl_c_reaches_children).
+    # preexec_fn: that would fork the test process (see helpers.support.ctrl_c_reaches_children).
     limited = ("import os, resource, sys; limit = int(sys.argv[1]); "
                "resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)); "
                "os.execv(sys.executable, [sys.executable, '-m', 'lightning_hpo.launch', "

@@ -18,7 +18,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _support import (
+from helpers.support import (
     children_by_parent,
     config_file,
     finish,
@@ -212,7 +212,7 @@ def test_a_worker_killed_mid_trial_resumes_from_its_checkpoint_on_another_slot(
     checkpoint and ends COMPLETE with a complete, duplicate-free curve and the attempt noted."""
     storage = str(tmp_path / "t.journal")
     config = config_file(  # SlowLeNet: epochs of 0.4 s at least, a window polls cannot miss
-        tmp_path, model={"name": "_launch_models:SlowLeNet"},
+        tmp_path, model={"name": "helpers.launch_models:SlowLeNet"},
         trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": 3},
         checkpoint={"every": "epoch"},  # "auto" may save only at the end on a loaded machine
@@ -252,7 +252,7 @@ def test_a_worker_killed_after_its_last_checkpoint_loses_nothing(
     paused at its rung), with the value reported at that epoch, and trains no epoch twice."""
     storage = str(tmp_path / "t.journal")
     config = config_file(
-        tmp_path, model={"name": "_launch_models:DiesAfterItsLastCheckpoint"}, pruner=pruner,
+        tmp_path, model={"name": "helpers.launch_models:DiesAfterItsLastCheckpoint"}, pruner=pruner,
         trainer={"max_epochs": 3, "limit_train_batches": 2, "limit_val_batches": 1},
         devices={"accelerator": "cpu", "count": 2}, stop={"n_trials": n_trials},
         checkpoint={"every": "epoch"},
@@ -278,7 +278,7 @@ def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: P
     """stop.max_retries: 0 keeps today's behaviour: a killed worker's trial ends FAIL."""
     storage = str(tmp_path / "t.journal")
     config = config_file(
-        tmp_path, model={"name": "_launch_models:SlowLeNet"},
+        tmp_path, model={"name": "helpers.launch_models:SlowLeNet"},
         trainer={"max_epochs": 8, "limit_train_batches": 8, "limit_val_batches": 2},
         devices={"accelerator": "cpu", "count": 1}, stop={"n_trials": 2, "max_retries": 0},
     )
@@ -350,7 +350,8 @@ def test_two_launchers_share_one_sync_round_on_postgresql(
     storage = postgres_server.new_database("sync")
     config = config_file(
         tmp_path, storage=storage, pruner=SYNC, devices={"accelerator": "cpu", "count": 1},
-        stop={"n_trials": 8}, initial=[], model={"name": "_launch_models:MeetsAnotherLauncher"},
+        stop={"n_trials": 8}, initial=[],
+        model={"name": "helpers.launch_models:MeetsAnotherLauncher"},
     )
     first = popen(str(config), "--quiet", cwd=tmp_path)
     second = popen(str(config), "--quiet", cwd=tmp_path)
@@ -554,7 +555,7 @@ def test_a_frozen_launchers_trial_is_resumed_by_another_once_its_heartbeat_stops
     storage = postgres_server.new_database("heartbeat")
     config = config_file(
         tmp_path, storage=storage, initial=[], stop={"n_trials": 2},
-        model={"name": "_launch_models:SlowLeNet"},
+        model={"name": "helpers.launch_models:SlowLeNet"},
         pruner={"name": "sync_sh", "min_resource": 2, "max_resource": 4, "reduction_factor": 2},
         devices={"accelerator": "cpu", "count": 1}, checkpoint={"every": "epoch"},
         heartbeat={"interval": 1, "grace_period": 3},

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _support import (
+from helpers.support import (
     children_by_parent,
     config_file,
     env,
@@ -211,7 +211,8 @@ def test_sigterm_to_every_process_of_a_ddp_slot_stops_it_at_once(tmp_path: Path)
     both ranks leave at the same batch."""
     config = config_file(tmp_path, stop={"n_trials": 3},
                          devices={"accelerator": "cpu", "per_trial": 2},
-                         model={"name": "_launch_models:SlowLeNet"},  # 0.4 s an epoch at least
+                         # 0.4 s an epoch at least
+                         model={"name": "helpers.launch_models:SlowLeNet"},
                          trainer={"max_epochs": 8, "limit_train_batches": 8,
                                   "limit_val_batches": 2})
     storage = str(tmp_path / "t.journal")

@@ -1,5 +1,5 @@
-"""The throwaway one-node SLURM cluster of ``tests/_slurm.py`` works as a real one would: steps,
-batch jobs, arrays, signals, requeue, and it leaves nothing behind.
+"""The throwaway one-node SLURM cluster of ``tests/helpers/slurm.py`` works as a real one would:
+steps, batch jobs, arrays, signals, requeue, and it leaves nothing behind.
 
 Skipped with the reason where SLURM, MUNGE or root are missing (``scripts/ensure_slurm.sh``
 installs them), unless ``LIGHTNING_HPO_REQUIRE_SLURM=1``, where the tests fail.
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _slurm import SlurmCluster, start_or_skip
+from helpers.slurm import SlurmCluster, start_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 

@@ -1,4 +1,4 @@
-"""The launcher on a real one-node SLURM cluster (``tests/_slurm.py``), through the shipped
+"""The launcher on a real one-node SLURM cluster (``tests/helpers/slurm.py``), through the shipped
 template ``examples/slurm/tune.sbatch``: an array of launchers on one PostgreSQL study, a job
 warned by SLURM's signal and requeued, and a DDP config in an ``srun`` step.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _slurm import SlurmCluster, start_or_skip
-from _support import TESTS, config_file, study_of, wait_for, wait_for_epochs
+from helpers.slurm import SlurmCluster, start_or_skip
+from helpers.support import TESTS, config_file, study_of, wait_for, wait_for_epochs
 from optuna.trial import TrialState
 
 from lightning_hpo.schema import ATTR, Segment
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.slurm]
 TEMPLATE = TESTS.parent / "examples" / "slurm" / "tune.sbatch"
 #: Trials whose epochs take at least 0.4 s (8 steps of 50 ms): a signal sent once a trial has
 #: reported its second epoch finds it training, however slowly the signal travels.
-SLOW = {"name": "_launch_models:SlowLeNet"}
+SLOW = {"name": "helpers.launch_models:SlowLeNet"}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def slurm() -> Iterator[SlurmCluster]:
 
 def _job_env(storage: str) -> dict[str, str]:
     """What the template reads, this checkout's package first on the path, then the tests'
-    models (``_launch_models``)."""
+    models (``helpers.launch_models``)."""
     return {"HPO_STORAGE": storage, "PYTHON": sys.executable,
             "PYTHONPATH": f"{TESTS.parent}:{TESTS}"}
 
@@ -72,7 +72,7 @@ def test_an_array_of_launchers_runs_one_postgres_study_exactly(
     once ran all six before the second had imported torch."""
     url = postgres_server.new_database("slurm_array")
     config = config_file(tmp_path, storage=url, stop={"n_trials": 6},
-                         model={"name": "_launch_models:MeetsAnotherLauncher"},
+                         model={"name": "helpers.launch_models:MeetsAnotherLauncher"},
                          trainer={"max_epochs": 3, "limit_train_batches": 4,
                                   "limit_val_batches": 2})
     job = _submit(slurm, tmp_path, config, url, "--array=0-1", "--cpus-per-task=1")

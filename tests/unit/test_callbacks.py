@@ -23,7 +23,7 @@ from lightning_hpo._optuna import storage_of, study_id_of
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.schema import RESOURCE_ATTR
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class PruneAt(optuna.pruners.BasePruner):

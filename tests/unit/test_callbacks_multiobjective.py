@@ -1,9 +1,9 @@
 """PruningCallback in a study with several objectives: a plain ``study.optimize`` with our
 ASHAPruner, bad input, and DDP on 2 CPU processes.
 
-The model (``TwoMetrics`` in ``_ddp_multiobjective_script.py``, which the DDP test runs) logs a
-validation error fixed by its ``quality`` hyperparameter and the epoch, and its parameter count,
-logged once; so which trial is pruned at which epoch is known in advance (``EXPECTED``).
+The model (``TwoMetrics`` in ``helpers/ddp_multiobjective_script.py``, which the DDP test runs)
+logs a validation error fixed by its ``quality`` hyperparameter and the epoch, and its parameter
+count, logged once; so which trial is pruned at which epoch is known in advance (``EXPECTED``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import lightning as L
 import optuna
 import pytest
-from _ddp_multiobjective_script import (
+from helpers.ddp_multiobjective_script import (
     EXPECTED,
     MAX_EPOCHS,
     MONITOR,
@@ -27,7 +27,7 @@ from _ddp_multiobjective_script import (
     param_count,
     trainer_args,
 )
-from _support import ddp_clean_env, run_job
+from helpers.support import HELPERS, REPO, ddp_clean_env, run_job
 from optuna.trial import TrialState
 
 from lightning_hpo import ASHAPruner, PruningCallback
@@ -37,8 +37,8 @@ from lightning_hpo.schema import ATTR, objective_curve
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-ROOT = Path(__file__).resolve().parents[1]
-_SCRIPT = ROOT / "tests" / "_ddp_multiobjective_script.py"
+ROOT = REPO
+_SCRIPT = HELPERS / "ddp_multiobjective_script.py"
 TWO = ["minimize", "minimize"]
 
 

@@ -6,8 +6,8 @@ fresh process; and once under DDP) ends with the same weights and validation val
 same configuration trained straight to epoch 4, and without ``RandomState`` it does not.
 
 This file is also the script of its subprocess tests:
-``python tests/test_checkpointing.py resume CHECKPOINT OUT_JSON THREADS`` and
-``python tests/test_checkpointing.py ddp OUT_DIR``.
+``python tests/unit/test_checkpointing.py resume CHECKPOINT OUT_JSON THREADS`` and
+``python tests/unit/test_checkpointing.py ddp OUT_DIR``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from lightning_hpo.checkpointing import (
 )
 from lightning_hpo.errors import ConfigError
 
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 _PAUSE, _MAX = 2, 4  # pause after epoch 2 (a rung), resume to epoch 4 (max_resource)
 _RUNGS = (2, 4)
 _SEED, _OTHER_SEED = 0, 12345
@@ -248,7 +248,7 @@ def _resume_script(checkpoint: str, out_json: str, threads: int) -> None:
 def test_resumed_in_a_fresh_process_equals_straight(
     straight: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    from _support import ddp_clean_env, run_job
+    from helpers.support import ddp_clean_env, run_job
 
     _pause("dropout_mlp", tmp_path)
     out = tmp_path / "resumed.json"
@@ -506,7 +506,7 @@ def _ddp_script(out_dir: Path) -> None:
 
 @pytest.mark.slow  # two ranks each import torch and Lightning, and DDP starts up
 def test_ddp_paused_and_resumed_equals_straight(tmp_path: Path) -> None:
-    from _support import ddp_clean_env, free_port, run_job
+    from helpers.support import ddp_clean_env, free_port, run_job
 
     env = ddp_clean_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                         OMP_NUM_THREADS="1")

@@ -28,7 +28,7 @@ from lightning_hpo.schema import (
     with_segment,
 )
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lightning_hpo"
+PACKAGE = Path(__file__).resolve().parents[2] / "lightning_hpo"
 RECORD_ATTRS = {"PAUSED", "SEGMENTS", "RESUME_POINT", "OWNER"}
 
 

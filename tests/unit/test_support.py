@@ -1,5 +1,5 @@
 """The test harness itself: programs the tests start take Ctrl-C however the tests were
-started, and no test forks the test process (see ``_support.ctrl_c_reaches_children``)."""
+started, and no test forks the test process (see ``helpers.support.ctrl_c_reaches_children``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import types
 from pathlib import Path
 
 import pytest
-from _support import TESTS
+from helpers.support import TESTS
 
 _CHILD = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
 
@@ -27,7 +27,7 @@ def test_children_take_ctrl_c_when_the_tests_were_started_ignoring_it(reach: boo
     parent = (
         "import signal, subprocess, sys; sys.path.insert(0, sys.argv[1]); "
         "signal.signal(signal.SIGINT, signal.SIG_IGN); "
-        "from _support import ctrl_c_reaches_children; "
+        "from helpers.support import ctrl_c_reaches_children; "
         + ("ctrl_c_reaches_children(); " if reach else "")
         + f"print(subprocess.run([sys.executable, '-c', {_CHILD!r}], capture_output=True, "
         "text=True, check=True).stdout, end='')"
@@ -41,12 +41,13 @@ def test_no_test_forks_the_test_process() -> None:
     """Once a test has run gRPC in the test process, a fork of it (``preexec_fn``, ``os.fork``,
     or ``subprocess``'s ``user=``/``group=``/``extra_groups=``, which fork as a ``preexec_fn``
     does) may abort the child in gRPC's fork handlers before it runs anything (one in 20
-    here): subprocesses are started without them (``_support.as_user`` drops root's rights)."""
+    here): subprocesses are started without them (``helpers.support.as_user`` drops root's
+    rights)."""
     pattern = re.compile(r"preexec_fn\s*=|os\.fork\(|get_context\(\s*[\"']fork|"
                          r"\bextra_groups\W{0,2}\s*[=:]|\buser\s*=\s*\w+\.pw_uid|\bgroup\s*=\s*\w+\.pw_gid")
     found = [
-        f"{path.name}:{number}"
-        for path in sorted(TESTS.glob("*.py")) if path.name != "test_support.py"
+        f"{path.relative_to(TESTS)}:{number}"
+        for path in sorted(TESTS.rglob("*.py")) if path != Path(__file__).resolve()
         for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)
     ]
     assert found == []
@@ -71,8 +72,9 @@ def _project(tmp_path: Path, timing: str, other: str) -> list[str]:
     (tmp_path / "tests").mkdir()
     (tmp_path / "lightning_hpo").mkdir()
     for name in _runner().FOREGROUND_FILES:
+        (tmp_path / "tests" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "tests" / name).write_text("")
-    (tmp_path / "tests" / "test_launch.py").write_text(timing)
+    (tmp_path / "tests" / "integration" / "test_launch.py").write_text(timing)
     (tmp_path / "tests" / "test_other.py").write_text(other)
     script = (f"import sys; sys.path.insert(0, {str(_RUNNER.parent)!r}); import run_tests; "
               f"sys.exit(run_tests.main(['-s', '-p', 'no:cacheprovider'], root=__import__("
@@ -85,6 +87,30 @@ def test_the_runners_examples_and_its_timing_files_exist() -> None:
     assert doctest.testmod(runner).failed == 0
     missing = [name for name in runner.FOREGROUND_FILES if not (TESTS / name).is_file()]
     assert missing == [] and len(set(runner.FOREGROUND_FILES)) == len(runner.FOREGROUND_FILES)
+
+
+def _collected(command: list[str]) -> list[str]:
+    """The test ids ``command`` (a pytest run with ``--collect-only -q``) collects here."""
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS.parent),
+                                                       os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(command, cwd=TESTS.parent, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+@pytest.mark.slow
+def test_the_runners_two_parts_run_every_test_of_the_suite_once() -> None:
+    """The timing part and the rest (``--ignore`` of each foreground file) together collect
+    what ``python -m pytest`` collects (tests and docstring examples), and no test twice."""
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider"]
+    timing, rest = (_collected(command) for command in _runner().commands(args))
+    whole = _collected([sys.executable, "-m", "pytest", *args])
+    assert timing and rest and len(whole) == len(set(whole))
+    assert len(timing) == len(set(timing)) and len(rest) == len(set(rest))
+    assert set(timing).isdisjoint(rest)
+    assert sorted(timing + rest) == sorted(whole)
 
 
 @pytest.mark.parametrize(("rest_passes", "status"), [(True, 0), (False, 1)],
@@ -126,7 +152,7 @@ def test_the_runner_stops_both_parts_on_sigterm_or_ctrl_c(
     runner = subprocess.Popen(command, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
-    while len(list((tmp_path / "tests").glob("*.started"))) < 2:  # both parts in test_slow
+    while len(list((tmp_path / "tests").rglob("*.started"))) < 2:  # both parts in test_slow
         assert time.monotonic() < deadline and runner.poll() is None
         time.sleep(0.1)
     if how == "SIGTERM":

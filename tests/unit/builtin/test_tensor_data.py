@@ -345,7 +345,7 @@ def test_on_a_cuda_trainer_the_tensors_stay_on_the_gpu() -> None:
 
 @pytest.mark.slow
 def test_the_own_datamodule_example_prepares_once_and_reuses(tmp_path: Path) -> None:
-    example = Path(__file__).resolve().parent.parent / "examples" / "own_datamodule.py"
+    example = Path(__file__).resolve().parents[3] / "examples" / "own_datamodule.py"
     result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True,
                             cwd=tmp_path, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

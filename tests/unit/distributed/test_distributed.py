@@ -1,8 +1,8 @@
 """``lightning_hpo.create_study`` under DDP: several ``optimize`` calls, several studies, errors.
 
-The process tests run ``tests/_ddp_optimize_script.py`` as a real 2-process job (CPU, gloo) on
-in-memory, journal and SQLite storage; the error encoding and the opening of storage specs
-(journal paths, bad URLs, missing files, a follower reading the study) are tested directly.
+The process tests run ``tests/helpers/ddp_optimize_script.py`` as a real 2-process job (CPU,
+gloo) on in-memory, journal and SQLite storage; the error encoding and the opening of storage
+specs (journal paths, bad URLs, missing files, a follower reading the study) are tested directly.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import ddp_clean_env, run_job
+from helpers.support import HELPERS, REPO, ddp_clean_env, run_job
 from optuna.storages.journal import JournalFileBackend
 
 import lightning_hpo as hpo
@@ -22,8 +22,8 @@ from lightning_hpo._optuna import trial_id_of
 from lightning_hpo.distributed._channel import LeaderError, decode_error, encode_error
 from lightning_hpo.errors import ConfigError
 
-ROOT = Path(__file__).resolve().parents[1]
-_SCRIPT = ROOT / "tests" / "_ddp_optimize_script.py"
+ROOT = REPO
+_SCRIPT = HELPERS / "ddp_optimize_script.py"
 _TIMEOUT_S = 300  # a hang is the bug under test: fail it, do not wait forever
 
 
@@ -130,7 +130,7 @@ def test_an_error_inside_fit_on_any_rank_ends_optimize_on_every_rank(
         pytest.param(optuna.exceptions.StorageInternalError("db gone"),
                      optuna.exceptions.StorageInternalError("db gone"), id="library-class"),
         pytest.param(KeyError("lr"), KeyError("lr"), id="key-error-repr-text"),
-        pytest.param(_Custom(3, "epoch 2"), LeaderError("test_distributed:_Custom: code 3 at "
+        pytest.param(_Custom(3, "epoch 2"), LeaderError(f"{__name__}:_Custom: code 3 at "
                                                         "epoch 2"), id="args-do-not-rebuild"),
         pytest.param(ValueError(object()), None, id="args-not-json"),
     ],

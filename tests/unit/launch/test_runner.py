@@ -15,7 +15,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _support import TESTS, config_file, states, study_of, wait_for
+from helpers.support import TESTS, config_file, states, study_of, wait_for
 from optuna.trial import TrialState
 
 import lightning_hpo.launch
@@ -47,7 +47,7 @@ def test_run_raises_with_the_commands_line_when_every_trial_failed(
 ) -> None:
     """The command prints ``error: every trial of this run failed ...`` and exits 1; ``run``
     raises the same line, after the summary, with the study to look at."""
-    config = _config(tmp_path, model={"name": "_launch_models:ExplodingLeNet"},
+    config = _config(tmp_path, model={"name": "helpers.launch_models:ExplodingLeNet"},
                      space={"lr": {"loguniform": [0.2, 1.0]}}, initial=[{"lr": 0.5}],
                      stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 1})
     with pytest.raises(TrialsFailedError) as caught:

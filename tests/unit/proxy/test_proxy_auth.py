@@ -19,7 +19,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import config_file, env
+from helpers.support import config_file, env
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.proxy import __main__ as proxy_cli

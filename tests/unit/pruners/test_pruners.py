@@ -24,6 +24,7 @@ import optuna
 import pytest
 import sqlalchemy as sa
 from conftest import StorageSpec
+from helpers.support import HELPERS, REPO
 from optuna.storages import BaseStorage, RDBStorage
 from optuna.trial import TrialState
 
@@ -41,8 +42,8 @@ from lightning_hpo.schema import RUNG_RECORD_TABLE as RECORD_TABLE
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-_WORKER = Path(__file__).with_name("_pruner_worker.py")
-_REPO_ROOT = Path(__file__).resolve().parents[1]
+_WORKER = HELPERS / "pruner_worker.py"
+_REPO_ROOT = REPO
 
 
 def _value(direction: str, loss: float) -> float:

@@ -14,7 +14,7 @@ import optuna
 import pandas as pd
 import pytest
 import yaml
-from _report_support import (
+from helpers.report_support import (
     OPEN_SPANS,
     PNGS,
     _gids,

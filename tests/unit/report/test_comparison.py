@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _report_support import _png_shape, make_launcher_study
+from helpers.report_support import _png_shape, make_launcher_study
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.report import (

@@ -7,11 +7,11 @@ import errno
 from pathlib import Path
 from typing import Any
 
-import _report_support
 import optuna
 import pandas as pd
 import pytest
-from _report_support import EPOCH_S, PNGS, SCENARIO, SETUP_S, T0, _png_shape
+from helpers import report_support
+from helpers.report_support import EPOCH_S, PNGS, SCENARIO, SETUP_S, T0, _png_shape
 from matplotlib.figure import Figure
 
 from lightning_hpo.errors import ConfigError
@@ -19,8 +19,8 @@ from lightning_hpo.pruners import rung_records
 from lightning_hpo.report import write_report
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
+journal = report_support.journal
+study = report_support.study
 
 
 def test_write_report_files_match_the_study(study: optuna.Study, tmp_path: Path) -> None:

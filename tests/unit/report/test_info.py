@@ -8,10 +8,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import _report_support
 import optuna
 import pytest
-from _report_support import (
+from helpers import report_support
+from helpers.report_support import (
     CONFIG,
     EPOCH_S,
     GAP_S,
@@ -40,8 +40,8 @@ from lightning_hpo.schema import ATTR, BRACKET_ATTR, CONFIG_ATTR, PRUNER_ATTR
 from lightning_hpo.storage import open_storage
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
+journal = report_support.journal
+study = report_support.study
 
 
 def test_study_info_reads_the_stored_config(study: optuna.Study) -> None:

@@ -2,7 +2,7 @@
 hypervolume and its reference point, per-objective curves and rungs, the plots, the CLI, and
 ``--compare`` by hypervolume with one shared reference point.
 
-The numbers are worked out by hand from :data:`_report_support.MO_SCENARIO` (both objectives
+The numbers are worked out by hand from :data:`report_support.MO_SCENARIO` (both objectives
 minimised): the COMPLETE trials end at (0.2, 20) trial 0, (0.35, 10) trial 1, (0.25, 25) trial 3
 and (0.4, 8) trial 5; PRUNED trial 2 reported (0.7, 30), PRUNED trial 4 (0.5, 5) then (0.45, 5),
 FAIL trial 6 (0.9, 40), RUNNING trial 7 (0.55, 12).
@@ -17,7 +17,7 @@ import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from _report_support import (
+from helpers.report_support import (
     MO_METRICS,
     MO_SCENARIO,
     MoSpec,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _report_support import make_launcher_study
+from helpers.report_support import make_launcher_study
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.report import load, load_ref

@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import _report_support
+from helpers import report_support
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
+journal = report_support.journal
 
 
-REPORT_DIR = Path(__file__).resolve().parents[1] / "lightning_hpo" / "report"
+REPORT_DIR = Path(__file__).resolve().parents[3] / "lightning_hpo" / "report"
 #: What the report may import of the package: the storage side only, and the pure helpers
 #: (rung arithmetic, Pareto fronts and hypervolume).
 STORAGE_SIDE = {"lightning_hpo._optuna", "lightning_hpo.pruners._store",

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import _report_support
 import optuna
 import pandas as pd
 import pytest
-from _report_support import (
+from helpers import report_support
+from helpers.report_support import (
     DISTRIBUTIONS,
     OPEN_SPANS,
     PAUSE_SCENARIO,
@@ -41,10 +41,10 @@ from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import open_storage
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
-paused_study = _report_support.paused_study
-open_study = _report_support.open_study
+journal = report_support.journal
+study = report_support.study
+paused_study = report_support.paused_study
+open_study = report_support.open_study
 
 
 def test_tables_of_a_snapshot_are_the_study_read_once(study: optuna.Study) -> None:

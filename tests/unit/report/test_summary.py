@@ -6,11 +6,11 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-import _report_support
 import optuna
 import pandas as pd
 import pytest
-from _report_support import (
+from helpers import report_support
+from helpers.report_support import (
     BUDGET,
     DISTRIBUTIONS,
     SCENARIO,
@@ -39,8 +39,8 @@ from lightning_hpo.schema import ATTR
 from lightning_hpo.storage import open_storage
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
+journal = report_support.journal
+study = report_support.study
 
 
 def make_plain_study(

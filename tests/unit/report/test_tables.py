@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import _report_support
 import optuna
 import pandas as pd
 import pytest
-from _report_support import (
+from helpers import report_support
+from helpers.report_support import (
     DISTRIBUTIONS,
     EPOCH_S,
     PAUSE_SCENARIO,
@@ -44,9 +44,9 @@ from lightning_hpo.report.__main__ import main
 from lightning_hpo.schema import ATTR
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
-paused_study = _report_support.paused_study
+journal = report_support.journal
+study = report_support.study
+paused_study = report_support.paused_study
 
 
 def test_trials_frame_matches_the_study(study: optuna.Study) -> None:

@@ -11,7 +11,6 @@ import math
 import random
 
 import pytest
-from test_schedules import _Sim
 
 from lightning_hpo.pareto import dominates, pareto_order
 from lightning_hpo.schedules import (
@@ -23,6 +22,8 @@ from lightning_hpo.schedules import (
     promotable,
 )
 from lightning_hpo.schedules._base import above_for_ever, check_minimize, ranked
+
+from .test_schedules import _Sim
 
 NAN = float("nan")
 MIN2 = (True, True)

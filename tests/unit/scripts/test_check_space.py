@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "check_space.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "check_space.py"
 
 
 def _run(*args: str, site: bool = False) -> subprocess.CompletedProcess[str]:

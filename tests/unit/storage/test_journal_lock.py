@@ -21,7 +21,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import config_file, launch
+from helpers.support import config_file, launch
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 from optuna.trial import TrialState

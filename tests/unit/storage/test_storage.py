@@ -13,7 +13,7 @@ from pathlib import Path
 
 import optuna
 import pytest
-from _support import SECRET, _journal_with_garbage_inside
+from helpers.support import SECRET, _journal_with_garbage_inside
 
 from lightning_hpo.errors import ConfigError
 from lightning_hpo.storage import StorageSpec, check_storage, mask, open_storage

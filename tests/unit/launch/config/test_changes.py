@@ -1,7 +1,7 @@
 """An existing study's stored config against a new one: every field classified, defaults equal
 to omitted keys, one refusal line, one line for what the study goes on with.
 
-End to end through the launcher: tests/test_launch.py (``test_an_edited_config_*``).
+End to end through the launcher: tests/integration/test_launch.py (``test_an_edited_config_*``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ arguments the launcher owns, the ``fit`` command line of a trial, and the retrai
 launcher prints (:func:`fit_command`, which looks for the project's file on temporary folders).
 No torch.
 
-Through parse_config: tests/test_config.py; the stored config compared: tests/test_changes.py.
+Through parse_config: tests/unit/launch/config/test_config.py; the stored config compared:
+tests/unit/launch/config/test_changes.py.
 """
 
 from __future__ import annotations

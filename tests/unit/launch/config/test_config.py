@@ -27,7 +27,7 @@ from lightning_hpo.launch.study.creation import stored_config
 from lightning_hpo.launch.study.search import build_sampler, build_schedule
 
 #: The checkout's top-level configs/ folder: what pyproject.toml ships as lightning_hpo/configs/.
-CHECKOUT_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[4] / "configs"
 
 BASE = {
     "study": "t",
@@ -54,7 +54,8 @@ def test_defaults() -> None:
 
 def test_the_shipped_configs_are_the_checkouts_configs_folder() -> None:
     """From a checkout (PYTHONPATH or editable install) the package reads the top-level folder
-    itself, not a copy; every YAML file in it is shipped (tests/test_install.py: in the wheel)."""
+    itself, not a copy; every YAML file in it is shipped (tests/integration/test_install.py: in
+    the wheel)."""
     assert CONFIG_DIR == CHECKOUT_CONFIGS
     on_disk = sorted(CHECKOUT_CONFIGS.glob("*.yaml"))
     assert list(shipped_configs().values()) == on_disk
@@ -529,7 +530,7 @@ def test_exponent_floats_are_numbers(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# trainer.logger (tests/test_tensorboard.py runs both through the launcher)
+# trainer.logger (tests/unit/launch/worker/test_tensorboard.py runs both through the launcher)
 
 
 @pytest.mark.parametrize("installed", [True, False], ids=["tensorboard-installed", "not-installed"])
@@ -591,8 +592,14 @@ def test_tensorboard_asked_for_but_not_installed_says_what_to_install(
 # --- sampler: {name: "package.module:Class", <its arguments>...} ----------------------------
 
 
+#: This module's name as its configs' class paths name it (``unit.launch.config.test_config``:
+#: ``tests/`` is on ``sys.path`` and each folder under it a package).
+HERE = __name__
+SEEDED, SEEDLESS = f"{HERE}:SeededSampler", f"{HERE}:SeedlessSampler"
+
+
 class SeededSampler(optuna.samplers.RandomSampler):
-    """A sampler class path the tests name as ``test_config:SeededSampler``: one required
+    """A sampler class path the tests name as :data:`SEEDED`: one required
     argument, one optional, and a seed; refuses a negative ``width``."""
 
     def __init__(self, width: float, rounds: int = 1, seed: int | None = None) -> None:
@@ -603,7 +610,7 @@ class SeededSampler(optuna.samplers.RandomSampler):
 
 
 class SeedlessSampler(optuna.samplers.RandomSampler):
-    """A sampler class that takes no seed (``test_config:SeedlessSampler``)."""
+    """A sampler class that takes no seed (:data:`SEEDLESS`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -614,8 +621,8 @@ def _sampler_cfg(sampler: object, **extra: object) -> Config:
 
 
 def test_a_sampler_class_path_is_built_with_its_arguments_and_a_seed_per_trial() -> None:
-    cfg = _sampler_cfg({"class": "test_config:SeededSampler", "width": 0.5, "seed": 3})
-    assert (cfg.sampler, cfg.sampler_args, cfg.seed) == ("test_config:SeededSampler",
+    cfg = _sampler_cfg({"class": SEEDED, "width": 0.5, "seed": 3})
+    assert (cfg.sampler, cfg.sampler_args, cfg.seed) == (SEEDED,
                                                          {"width": 0.5}, 3)
     check_against_registry(cfg)
     samplers = [build_sampler(cfg, number) for number in (0, 1, 2)]
@@ -623,21 +630,21 @@ def test_a_sampler_class_path_is_built_with_its_arguments_and_a_seed_per_trial()
     assert [(s.width, s.rounds, s.seed) for s in samplers] == [
         (0.5, 1, 3), (0.5, 1, 3 + 7919), (0.5, 1, 3 + 2 * 7919)]
     # The seed may come from the top level; without any the sampler is unseeded.
-    top_level = _sampler_cfg({"class": "test_config:SeededSampler", "width": 1}, seed=5)
-    unseeded = _sampler_cfg({"class": "test_config:SeededSampler", "width": 1})
+    top_level = _sampler_cfg({"class": SEEDED, "width": 1}, seed=5)
+    unseeded = _sampler_cfg({"class": SEEDED, "width": 1})
     assert [build_sampler(top_level, 1).seed, build_sampler(unseeded).seed] == [5 + 7919, None]
     # A bare class path is a sampler with no arguments; a top-level seed is not passed to a
     # class that takes none (it still seeds the trials' training).
-    cfg = _sampler_cfg({"class": "test_config:SeedlessSampler"}, seed=1)
+    cfg = _sampler_cfg({"class": SEEDLESS}, seed=1)
     check_against_registry(cfg)
     assert type(build_sampler(cfg, 1)) is SeedlessSampler
 
 
 def test_a_sampler_class_path_config_stays_json_for_the_study_and_the_workers() -> None:
-    cfg = _sampler_cfg({"class": "test_config:SeededSampler", "width": 0.5,
+    cfg = _sampler_cfg({"class": SEEDED, "width": 0.5,
                         "rounds": 2, "seed": 3})
     stored = json.loads(json.dumps(stored_config(cfg)))
-    assert stored["sampler"] == {"class": "test_config:SeededSampler", "width": 0.5,
+    assert stored["sampler"] == {"class": SEEDED, "width": 0.5,
                                  "rounds": 2, "seed": 3}
     assert parse_config(json.loads(json.dumps(cfg.raw))) == cfg  # what a worker parses
 
@@ -666,31 +673,31 @@ def test_the_built_in_samplers_are_unchanged() -> None:
         pytest.param({"class": "no_such_module:Sampler"}, "sampler.class",
                      "cannot import module 'no_such_module' (No module named 'no_such_module')",
                      id="missing-module"),
-        pytest.param({"class": "test_config:NoSuchSampler"}, "sampler.class",
-                     "module 'test_config' has no attribute 'NoSuchSampler'",
+        pytest.param({"class": f"{HERE}:NoSuchSampler"}, "sampler.class",
+                     f"module {HERE!r} has no attribute 'NoSuchSampler'",
                      id="missing-class"),
         pytest.param({"class": "optuna.pruners:NopPruner"}, "sampler.class",
                      "'optuna.pruners:NopPruner' is not a BaseSampler subclass",
                      id="not-a-sampler"),
-        pytest.param("test_config:SeededSampler", "sampler.name",
-                     "a sampler class goes in sampler.class: {class: 'test_config:SeededSampler'}",
+        pytest.param(SEEDED, "sampler.name",
+                     f"a sampler class goes in sampler.class: {{class: {SEEDED!r}}}",
                      id="class-path-as-name"),
-        pytest.param({"class": "test_config:SeededSampler", "name": "tpe"}, "sampler.name",
+        pytest.param({"class": SEEDED, "name": "tpe"}, "sampler.name",
                      "not both", id="name-and-class"),
-        pytest.param({"class": "test_config:SeededSampler", "width": 1, "depth": 2},
-                     "sampler.depth", "unknown argument of 'test_config:SeededSampler'; "
+        pytest.param({"class": SEEDED, "width": 1, "depth": 2},
+                     "sampler.depth", f"unknown argument of {SEEDED!r}; "
                      "allowed: width, rounds", id="bad-kwarg"),
-        pytest.param({"class": "test_config:SeededSampler"}, "sampler.width",
-                     "is required by 'test_config:SeededSampler' but was not given",
+        pytest.param({"class": SEEDED}, "sampler.width",
+                     f"is required by {SEEDED!r} but was not given",
                      id="missing-kwarg"),
-        pytest.param({"class": "test_config:SeededSampler", "width": -1}, "sampler",
-                     "'test_config:SeededSampler' refused its arguments {'width': -1, "
+        pytest.param({"class": SEEDED, "width": -1}, "sampler",
+                     f"{SEEDED!r} refused its arguments {{'width': -1, "
                      "'seed': None}: width must be >= 0, got -1", id="refused-value"),
-        pytest.param({"class": "test_config:SeedlessSampler", "seed": 0}, "sampler.seed",
-                     "is set, but 'test_config:SeedlessSampler' takes no seed", id="no-seed"),
+        pytest.param({"class": SEEDLESS, "seed": 0}, "sampler.seed",
+                     f"is set, but {SEEDLESS!r} takes no seed", id="no-seed"),
         pytest.param({"name": "tpe", "n_startup_trials": 3}, "sampler.n_startup_trials",
                      "unknown field; allowed: name, seed", id="built-in-kwarg"),
-        pytest.param({"class": "test_config:SeededSampler", "width": object()}, "sampler.width",
+        pytest.param({"class": SEEDED, "width": object()}, "sampler.width",
                      "but must be a YAML value", id="not-yaml"),
     ],
 )
@@ -1150,9 +1157,9 @@ def test_unreadable_fashion_mnist_files_are_refused_by_the_check(
 def test_every_trainer_value_the_fit_rules_allow_has_a_type_parse_config_takes() -> None:
     """parse_config checks the types of some Trainer keys; trainer_values says which values
     Lightning's fit takes: a value it allows (null, "warn") must not be a wrong type."""
-    from test_trainer_values import GOOD
-
     from lightning_hpo.launch.config import TRAINER_KEYS
+
+    from .test_trainer_values import GOOD
 
     shared = set(GOOD) & set(TRAINER_KEYS)
     assert {"check_val_every_n_epoch", "deterministic", "gradient_clip_val"} <= shared
@@ -1365,7 +1372,7 @@ def test_a_batch_size_a_users_data_module_takes_and_its_dataloader_refuses_is_re
     data: dict[str, Any], space: dict[str, Any], error: str,
 ) -> None:
     """The class took it, --check passed, and every trial failed when fit asked for a loader."""
-    raw = {**BASE, "data": {"name": "_launch_models:LoaderData", **data},
+    raw = {**BASE, "data": {"name": "helpers.launch_models:LoaderData", **data},
            "space": {**BASE["space"], **space}}
     with pytest.raises(ConfigError) as info:
         check_against_registry(parse_config(raw))
@@ -1373,7 +1380,7 @@ def test_a_batch_size_a_users_data_module_takes_and_its_dataloader_refuses_is_re
 
 
 def test_a_batch_size_a_users_dataloader_takes_passes_the_check() -> None:
-    raw = {**BASE, "data": {"name": "_launch_models:LoaderData", "batch_size": 4},
+    raw = {**BASE, "data": {"name": "helpers.launch_models:LoaderData", "batch_size": 4},
            "space": {**BASE["space"], "samples": {"randint": [16, 32]}}}
     assert check_against_registry(parse_config(raw)) == []
 

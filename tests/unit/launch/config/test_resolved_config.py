@@ -70,7 +70,7 @@ def test_a_lightning_cli_projects_sections_are_kept_as_written(tmp_path: Path) -
 
 
 def _launch(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[4])}
     return subprocess.run([sys.executable, "-m", "lightning_hpo.launch", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120, env=env)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support import config_file, launch, popen, study_of, wait_for
+from helpers.support import config_file, launch, popen, study_of, wait_for
 
 from lightning_hpo.launch.config import devices as devices_module
 from lightning_hpo.launch.config import parse_config

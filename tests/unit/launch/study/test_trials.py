@@ -9,7 +9,7 @@ from pathlib import Path
 
 import optuna
 import yaml
-from _support import config_file
+from helpers.support import config_file
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.config import parse_config

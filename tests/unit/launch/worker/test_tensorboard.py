@@ -14,7 +14,7 @@ from typing import Any
 
 import optuna
 import pytest
-from _support import config_file, launch, study_of
+from helpers.support import config_file, launch, study_of
 from optuna.trial import TrialState
 
 from lightning_hpo.launch.worker._tblog import EVENT_FILES, TrialTensorBoardLogger

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _support import config_file
+from helpers.support import config_file
 
 from lightning_hpo.builtin.models import build_model
 from lightning_hpo.launch.config import parse_config

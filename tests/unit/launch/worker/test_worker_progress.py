@@ -16,7 +16,7 @@ from typing import Any
 import optuna
 import pytest
 import yaml
-from _support import config_file
+from helpers.support import config_file
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
 

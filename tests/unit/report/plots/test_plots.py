@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import _report_support
 import matplotlib.colors
 import optuna
 import pandas as pd
 import pytest
-from _report_support import OPEN_SPANS, RUNGS, SCENARIO, _gids, _points
+from helpers import report_support
+from helpers.report_support import OPEN_SPANS, RUNGS, SCENARIO, _gids, _points
 from optuna.trial import TrialState
 
 from lightning_hpo.report import (
@@ -27,10 +27,10 @@ from lightning_hpo.report import (
 )
 
 # The shared fixtures these tests request (pytest finds fixtures among a module's names).
-journal = _report_support.journal
-study = _report_support.study
-paused_study = _report_support.paused_study
-open_study = _report_support.open_study
+journal = report_support.journal
+study = report_support.study
+paused_study = report_support.paused_study
+open_study = report_support.open_study
 
 
 def test_learning_curves_draw_every_trial_with_pruned_distinct(study: optuna.Study) -> None:
