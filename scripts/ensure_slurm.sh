@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make sure SLURM (slurmctld, slurmd, sbatch) and MUNGE (munged) exist for the SLURM tests.
-# The tests start their own throwaway one-node cluster on localhost (tests/_slurm.py) and stop
+# The tests start their own throwaway one-node cluster on localhost (tests/helpers/slurm.py) and stop
 # it; nothing runs as a service: the install is done with a policy-rc.d that forbids starting
 # services, and any munge/slurm daemon the packages' scripts started anyway is stopped again.
 set -euo pipefail

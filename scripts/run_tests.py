@@ -11,14 +11,15 @@ second core waits: run alone, the suite kept 1.26 of 2 cores busy (35 min on a 2
   tests, the package's docstring examples) runs beside it in a second pytest at nice 10, in a
   session of its own whose autogroup is at nice 10 too, so the timing part keeps the CPU it
   wants and the rest takes what it leaves. (With the kernel's autogroups a new session is
-  scheduled at nice 0 whatever its processes' nice: ``tests/_support.py`` gives the launchers
+  scheduled at nice 0 whatever its processes' nice: ``tests/helpers/support.py`` gives the launchers
   the tests start in their own sessions the priority of the pytest that starts them.) Its
   output is printed once both parts are done.
 
 The exit status is 0 when both parts pass. Arguments are passed to both pytest runs (``-x``,
 ``-k expr``...). A file not named in :data:`TIMING_FILES` runs in the rest: a new test file
 whose tests depend on timing belongs in the list. :data:`BALANCE_FILES` run in the foreground
-too, to make both parts about as long.
+too, to make both parts about as long. Both name files by their path under ``tests/``
+(``integration/test_launch.py``).
 
 Example::
 
@@ -45,17 +46,19 @@ ROOT = Path(__file__).resolve().parent.parent
 #: mid-trial, heartbeats, wall-clock budgets, DDP ranks waiting on each other, SLURM jobs,
 #: launchers racing for one study. They run in the foreground at the normal priority.
 TIMING_FILES = (
-    "test_launch.py", "test_scheduler.py", "test_proxy.py", "test_slurm.py",
-    "test_slurm_jobs.py", "test_slurm_cluster.py", "test_reliability.py", "test_callbacks.py",
-    "test_callbacks_multiobjective.py", "test_distributed.py", "test_ddp.py", "test_load.py",
-    "test_early.py", "test_early_start.py", "test_journal_lock.py",
-    "test_launch_multiobjective.py",
+    "integration/test_launch.py", "integration/test_scheduler.py", "integration/test_proxy.py",
+    "integration/test_slurm.py", "integration/test_slurm_jobs.py",
+    "integration/test_slurm_cluster.py", "integration/test_reliability.py",
+    "unit/test_callbacks.py", "unit/test_callbacks_multiobjective.py",
+    "unit/distributed/test_distributed.py", "integration/test_ddp.py", "integration/test_load.py",
+    "unit/launch/processes/test_early.py", "integration/test_early_start.py",
+    "unit/storage/test_journal_lock.py", "integration/test_launch_multiobjective.py",
 )
 
 #: Test files that do not depend on timing but run in the foreground part all the same, so
 #: that the two parts end together: in a fresh clone on the 2-core VM (2026-11-27) the timing
 #: part took 27 min 0 s and the rest 30 min 6 s, these two files 94 s of the rest's.
-BALANCE_FILES = ("test_checkpointing.py", "test_dashboard.py")
+BALANCE_FILES = ("unit/test_checkpointing.py", "integration/test_dashboard.py")
 #: What the foreground part runs.
 FOREGROUND_FILES = TIMING_FILES + BALANCE_FILES
 
@@ -73,9 +76,11 @@ def commands(args: Sequence[str], python: str = sys.executable) -> tuple[list[st
 
         >>> timing, rest = commands(["-x"], python="python")
         >>> timing[:4], timing[4], len(timing) == 4 + len(FOREGROUND_FILES)
-        (['python', '-m', 'pytest', '-x'], 'tests/test_launch.py', True)
-        >>> rest[4:7], rest[7], rest[-1]
-        (['-p', 'no:cacheprovider', 'tests'], '--ignore=tests/test_launch.py', 'lightning_hpo')
+        (['python', '-m', 'pytest', '-x'], 'tests/integration/test_launch.py', True)
+        >>> rest[4:7], rest[-1]
+        (['-p', 'no:cacheprovider', 'tests'], 'lightning_hpo')
+        >>> rest[7]
+        '--ignore=tests/integration/test_launch.py'
     """
     pytest = [python, "-m", "pytest", *args]
     timing = [*pytest, *(f"tests/{name}" for name in FOREGROUND_FILES)]

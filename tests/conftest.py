@@ -3,7 +3,7 @@ PostgreSQL server (``postgres_server``, ``postgres_url``).
 
 ``storage`` yields a :class:`StorageSpec`: ``spec.make()`` gives something to pass to
 ``optuna.create_study(storage=...)`` / ``optuna.load_study``, and ``(spec.kind, spec.url)`` is
-what a subprocess needs to open the same storage (``tests/_pruner_worker.make_storage``)::
+what a subprocess needs to open the same storage (``helpers.pruner_worker.make_storage``)::
 
     def test_shared(storage: StorageSpec) -> None:
         study = optuna.create_study(storage=storage.make(), study_name="s")
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _pruner_worker import make_storage
-from _support import as_user, free_port
+from helpers.pruner_worker import make_storage
+from helpers.support import as_user, free_port
 from optuna.storages import BaseStorage, RDBStorage
 
 _REQUIRE_POSTGRES = "LIGHTNING_HPO_REQUIRE_POSTGRES"
