@@ -3,7 +3,7 @@
 Optuna offers a pruner no public accessor for the study's storage or a frozen trial's storage
 id (Optuna's own pruners read ``study._storage`` and ``trial._trial_id``). Each such reliance is
 one named function, class or constant here, whose docstring says what it assumes;
-``tests/test_optuna_contract.py`` checks every assumption against the installed Optuna
+``tests/unit/test_optuna_contract.py`` checks every assumption against the installed Optuna
 (``optuna>=4.0,<6``). When one no longer holds, the code raises :class:`OptunaContractError`
 naming the Optuna version and what changed, instead of silently deciding differently.
 
@@ -86,7 +86,7 @@ class OptunaContractError(RuntimeError):
     def __init__(self, what: str) -> None:
         super().__init__(
             f"lightning_hpo does not support optuna {optuna.__version__}: {what} "
-            f"(supported: {_SUPPORTED}; tests/test_optuna_contract.py checks each assumption)"
+            f"(supported: {_SUPPORTED}; tests/unit/test_optuna_contract.py checks each assumption)"
         )
 
 

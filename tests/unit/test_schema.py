@@ -2,7 +2,7 @@
 
 The types are checked by round trip and by what a reader makes of values another tool (or an
 older version) wrote; the "one writer" rule is checked on the package's source: the only calls
-that store a record's attribute are in ``lightning_hpo/launch/trials.py``.
+that store a record's attribute are in ``lightning_hpo/launch/study/trials.py``.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def _record_writes(path: Path) -> list[str]:
 def test_only_the_trial_records_module_stores_a_record() -> None:
     writes = [w for path in sorted(PACKAGE.rglob("*.py")) for w in _record_writes(path)]
     assert writes, "the search found no write at all: it is broken"
-    assert {w.split(":")[0] for w in writes} == {"lightning_hpo/launch/trials.py"}, writes
+    assert {w.split(":")[0] for w in writes} == {"lightning_hpo/launch/study/trials.py"}, writes
 
 
 def test_the_schema_imports_neither_optuna_nor_torch() -> None:

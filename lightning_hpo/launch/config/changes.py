@@ -51,8 +51,9 @@ Kind = Literal["refused", "allowed", "ignored", "identity"]
 #: Every config field and what a change of it does to an existing study, in the config's order
 #: (:data:`~lightning_hpo.launch.config.TOP_LEVEL`, the order changes are named in). A dotted
 #: name, or ``section.*`` for the keys of an open section (the model's and data module's
-#: arguments, the search space, a sampler class's arguments); tests/test_changes.py checks
-#: that every field the config grammar knows is here.
+#: arguments, the search space, a sampler class's arguments);
+#: tests/unit/launch/config/test_changes.py checks that every field the config grammar knows
+#: is here.
 FIELDS: dict[str, Kind] = {
     # Which study it is: never compared.
     "study": "identity",  # another name is another study
@@ -177,9 +178,10 @@ DATA_DEFAULTS: dict[str, Any] = {"num_workers": 0, "on_device": "auto"}
 LAUNCHER_MODEL_ARGS: dict[str, Any] = {"cuda_graphs": "auto", "channels_last": "auto"}
 #: The constructor defaults of the built-in models and data modules, by registry name, as the
 #: launcher builds them (:data:`LAUNCHER_MODEL_ARGS` over the classes' own). Without torch: the
-#: launcher compares configs before any worker imported it; tests/test_changes.py checks them
-#: against the classes. An argument given at its default equals leaving it out; a class named
-#: by its path (``package.module:Class``) is compared as written.
+#: launcher compares configs before any worker imported it;
+#: tests/unit/launch/config/test_changes.py checks them against the classes. An argument
+#: given at its default equals leaving it out; a class named by its path
+#: (``package.module:Class``) is compared as written.
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "lenet": {"lr": 0.1, "momentum": 0.0, "weight_decay": 0.0, "num_classes": 10,
               "activation": "relu", "width": 1.0, "measure_latency": False,
