@@ -34,8 +34,8 @@ from lightning_hpo._lazy import lazy_exports
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ASHAPruner": "lightning_hpo.pruners._asha",
-    "HyperbandPruner": "lightning_hpo.pruners._asha",
+    "ASHAPruner": "lightning_hpo.pruners",
+    "HyperbandPruner": "lightning_hpo.pruners",
     "PruningCallback": "lightning_hpo.callbacks",
     "RandomState": "lightning_hpo.checkpointing",
     "ResumeCheckpoint": "lightning_hpo.checkpointing",

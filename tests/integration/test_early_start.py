@@ -206,7 +206,7 @@ def test_workers_say_each_notice_once_over_many_trials(tmp_path: Path) -> None:
 _COLLECTOR_PROBE = """\
 import atexit, gc, os, sys
 def _probe():  # sys.argv is set after this module runs
-    if sys.argv[0].endswith(os.path.join("launch", "worker.py")):
+    if sys.argv[0].endswith(os.path.join("launch", "worker", "__main__.py")):
         with open(os.path.join(os.environ["COLLECTOR_PROBE"], str(os.getpid())), "w") as out:
             out.write(f"{gc.get_freeze_count()} {gc.isenabled()}")
 atexit.register(_probe)
@@ -217,7 +217,7 @@ atexit.register(_probe)
 def test_the_launcher_process_never_imports_torch(tmp_path: Path) -> None:
     """A whole run from Python: the launcher's process parses, schedules and reports without
     torch or Lightning; the workers import them, in parallel, with the garbage collector
-    paused (launch/_collector.py): each ends with the objects of its imports frozen (several
+    paused (launch/worker/_collector.py): each ends with the objects of its imports frozen (several
     hundred thousand) and its collector on."""
     config = config_file(tmp_path, stop={"n_trials": 2}, devices={"accelerator": "cpu", "count": 2})
     probe = tmp_path / "probe"

@@ -874,7 +874,8 @@ def test_check_on_an_sql_database_says_the_config_is_compared_by_the_run(
 
 @pytest.mark.parametrize(("argv", "said"), [
     (["--bogus"], "error: unrecognized arguments: --bogus (the options: CONFIG (no flag), "
-                  "--set KEY=VALUE, --quiet, --check, --list-configs; --help explains them)"),
+                  "--set KEY=VALUE, --quiet, --check, --print-config, --list-configs, "
+                  "--list-fields; --help explains them)"),
     (["--set"], "error: set: needs a value (--set KEY=VALUE)"),
     (["postgresql://hpo:s3cret@db/studies"],
      "error: config: is a URL (postgresql://hpo:***@db/studies), but must be a YAML file or a "

@@ -18,8 +18,8 @@ import lightning_hpo
 
 # The public surface, name -> defining module: a change to it shows up here.
 _SURFACE = {
-    "ASHAPruner": "lightning_hpo.pruners._asha",
-    "HyperbandPruner": "lightning_hpo.pruners._asha",
+    "ASHAPruner": "lightning_hpo.pruners",
+    "HyperbandPruner": "lightning_hpo.pruners",
     "PruningCallback": "lightning_hpo.callbacks",
     "RandomState": "lightning_hpo.checkpointing",
     "ResumeCheckpoint": "lightning_hpo.checkpointing",

@@ -442,7 +442,7 @@ def main() -> int:
     # cores were divided, and that training steps are replayed from a CUDA graph (the first
     # time: _once holds back the lines that differ only in the batch's shape).
     for name in ("lightning_hpo.builtin.tensor_data", "lightning_hpo.builtin._cuda_graph",
-                 __name__):
+                 "lightning_hpo.launch.worker"):  # the loop and its training
         logging.getLogger(name).setLevel(logging.INFO)
     say_once()  # a notice Lightning repeats every trial is said the first time only
     torch.set_num_threads(spec.threads)
