@@ -32,9 +32,15 @@ from optuna.trial import FrozenTrial, TrialState
 
 from lightning_hpo._optuna import backend_of, claim_waiting_trial, trial_id_of
 from lightning_hpo.launch.config import parse_config
-from lightning_hpo.launch.study.creation import open_study
+from lightning_hpo.launch.study.creation import open_study, study_lock
 from lightning_hpo.launch.study.scheduler import Assignment, Scheduler
-from lightning_hpo.launch.study.trials import end_trial, hand_back_lost_claims, hand_back_owned
+from lightning_hpo.launch.study.trials import (
+    end_trial,
+    hand_back_lost_claims,
+    hand_back_owned,
+    open_segment,
+    recover_stale_trials,
+)
 from lightning_hpo.pruners.rungs import (
     bracket_of,
     hyperband_rounds,
@@ -42,7 +48,7 @@ from lightning_hpo.pruners.rungs import (
     successive_halving_plan,
 )
 from lightning_hpo.schedules import PromotionHyperband
-from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner
+from lightning_hpo.schema import ATTR, BRACKET_ATTR, Owner, Segment
 from lightning_hpo.storage import open_storage
 
 pytestmark = pytest.mark.slow
@@ -294,6 +300,30 @@ def test_a_trial_whose_retries_are_spent_ends_fail_with_every_reason(tmp_path: P
     assert "was killed by SIGKILL" in trial.user_attrs["fail_reason"]
 
 
+def _records(storage: str) -> str:
+    """Each trial's records, one line each, for a failure's message: its state, round, the
+    epochs it reported and counts done and trained, its pause, target, resume point, owner,
+    failed attempts and segments (from, to, how)."""
+    lines = []
+    for trial in study_of(storage).get_trials(deepcopy=False):
+        attrs = trial.user_attrs
+        segments = [(s.get("from_epoch"), s.get("to_epoch"), s.get("how"))
+                    for s in attrs.get(ATTR.SEGMENTS) or []]
+        paused = attrs.get(ATTR.PAUSED)
+        if isinstance(paused, dict):
+            paused = {key: paused.get(key) for key in ("epoch", "target", "why")}
+        point = attrs.get(ATTR.RESUME_POINT)
+        lines.append(
+            f"trial {trial.number} {trial.state.name} round={attrs.get(ATTR.ROUND)} "
+            f"reported={max(trial.intermediate_values, default=0)} "
+            f"epochs={attrs.get(ATTR.EPOCHS)} trained={attrs.get(ATTR.EPOCHS_TRAINED)} "
+            f"paused={paused} target={attrs.get(ATTR.TARGET)} "
+            f"resume_point={point.get('epoch') if isinstance(point, dict) else None} "
+            f"owner={attrs.get(ATTR.OWNER)} attempts={len(attrs.get(ATTR.ATTEMPTS) or [])} "
+            f"segments={segments}")
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("with_workers", [False, True], ids=["launcher-alone", "with-workers"])
 def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
     tmp_path: Path, with_workers: bool
@@ -323,23 +353,25 @@ def test_a_launcher_killed_with_paused_trials_resumes_them_when_run_again(
             os.kill(pid, signal.SIGKILL)
     process.communicate(timeout=60)
     wait_for(lambda: all(gone(pid) for pid in workers), timeout=120, what="the workers' exit")
+    left = _records(storage)
     result = launch(str(config), cwd=tmp_path)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    story = f"after the kill:\n{left}\nafter the run again:\n{_records(storage)}"
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:] + story
     assert "paused to resume" in result.stdout or "Resuming" in result.stdout
     trials = study_of(storage).get_trials(deepcopy=False)
-    assert len(trials) == 8
-    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}
-    assert sum(t.state == TrialState.COMPLETE for t in trials) == 1
+    assert len(trials) == 8, story
+    assert {t.state for t in trials} <= {TrialState.COMPLETE, TrialState.PRUNED}, story
+    assert sum(t.state == TrialState.COMPLETE for t in trials) == 1, story
     stopped_at = Counter(t.user_attrs[ATTR.EPOCHS] for t in trials if t.state == TrialState.PRUNED)
-    assert stopped_at == {2: 4, 4: 2, 8: 1}, stopped_at
+    assert stopped_at == {2: 4, 4: 2, 8: 1}, f"{stopped_at}\n{story}"
     for trial in trials:
         _curve_is_whole(trial)
         segments = trial.user_attrs[ATTR.SEGMENTS]
-        assert all(s["end"] is not None and s["to_epoch"] is not None for s in segments), segments
+        assert all(s["end"] is not None and s["to_epoch"] is not None for s in segments), story
         assert trial.user_attrs[ATTR.EPOCHS_TRAINED] == sum(
-            s["to_epoch"] - s["from_epoch"] for s in segments), segments
+            s["to_epoch"] - s["from_epoch"] for s in segments), story
     # Every epoch trained is counted; work lost to the kill is at most the epochs in flight.
-    assert 34 <= sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) <= 34 + 2 * 2
+    assert 34 <= sum(t.user_attrs[ATTR.EPOCHS_TRAINED] for t in trials) <= 34 + 2 * 2, story
 
 
 def test_two_launchers_share_one_sync_round_on_postgresql(
@@ -716,6 +748,49 @@ def test_a_claim_whose_worker_died_before_it_trained_is_handed_back_when_run_aga
     assert _ends(trials) == {("COMPLETE", 2): 1, ("PRUNED", 1): 1}, _ends(trials)
     attempts = trials[job.trial.number].user_attrs[ATTR.ATTEMPTS]
     assert len(attempts) == 1 and "stopped before" in attempts[0], attempts
+
+
+def _zombie() -> subprocess.Popen[bytes]:
+    """A child process killed and not yet collected: what a worker killed with its launcher is
+    until the init process collects it (seconds after), as ``/proc`` shows it."""
+    process = subprocess.Popen(["sleep", "600"])
+    process.kill()
+    wait_for(lambda: gone(process.pid), timeout=30, what="the killed process to be a zombie")
+    assert Path(f"/proc/{process.pid}").exists(), "collected already: not a zombie"
+    return process
+
+
+def test_a_worker_killed_with_its_launcher_and_not_yet_collected_is_taken_for_dead(
+    tmp_path: Path,
+) -> None:
+    """A machine lost mid-segment: the worker died with its launcher, leaving its trial RUNNING
+    with its owner token and an open segment, and the next launcher starts while the dead
+    worker is still a zombie. That launcher hands the trial back all the same, and the round
+    ends. (``kill(pid, 0)`` answers for a zombie as for a live process: the trial was taken for
+    a live worker's, never handed back, and the round waited on it for ever, or, where it had
+    reported its rung's value, ended without it: a trial left RUNNING after the run.)"""
+    storage, config, cfg, study = _small_sync_study(tmp_path)
+    worker = _zombie()
+    try:
+        dead = Owner(socket.gethostname(), worker.pid, 0)
+        job = Scheduler(study, cfg).next(dead)
+        assert isinstance(job, Assignment)
+        open_segment(job.trial, Segment(time.time(), None, slot=0, device="cpu:0",
+                                        from_epoch=0, how="running"),
+                     {ATTR.LAUNCHER_PID: _dead_pid(), ATTR.HOST: dead.host, ATTR.PID: dead.pid})
+        assert gone(worker.pid) and Path(f"/proc/{worker.pid}").exists()  # still a zombie
+        with study_lock(cfg, open_storage(storage), "schedule"):  # as the launcher does
+            outcome = recover_stale_trials(study_of(storage), cfg)
+        assert outcome == {job.trial.number: "resumable"}, _records(storage)
+        frozen = study_of(storage).get_trials(deepcopy=False)[job.trial.number]
+        assert frozen.user_attrs[ATTR.PAUSED]["target"] == 1, _records(storage)
+        assert frozen.user_attrs[ATTR.SEGMENTS][-1]["how"] == "crashed", _records(storage)
+        result = launch(str(config), "--quiet", cwd=tmp_path, timeout=120)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+        trials = study_of(storage).get_trials(deepcopy=False)
+        assert _ends(trials) == {("COMPLETE", 2): 1, ("PRUNED", 1): 1}, _records(storage)
+    finally:
+        worker.wait()
 
 
 def test_a_claim_of_a_worker_that_died_before_it_told_the_launcher_is_handed_back(

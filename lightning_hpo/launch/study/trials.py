@@ -433,13 +433,25 @@ def recover_stale_trials(study: optuna.Study, cfg: Config) -> dict[int, str]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host still runs. A zombie does not: it has died, and
+    only its exit status waits to be collected; a worker whose launcher died with it is
+    collected by the init process, which may take seconds, and until then ``kill(pid, 0)``
+    answers for it as for a live process (its trial was then taken for a live worker's and
+    never handed back). Where there is no ``/proc``, ``kill(pid, 0)`` alone tells."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[:1]
+    except FileNotFoundError:  # collected since kill() saw it, or no /proc at all
+        return not os.path.isdir("/proc/self")
+    except (OSError, IndexError):
+        return True
+    return state not in ([b"Z"], [b"X"])
 
 
 def _remove(path: object) -> None:
