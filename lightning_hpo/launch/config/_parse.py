@@ -38,6 +38,7 @@ from lightning_hpo.launch.config._spec import (
     PRUNERS,
     SAMPLERS,
     TENSORBOARD_INSTALL,
+    TOP_DEFAULTS,
     TOP_FIELDS,
     TRAINER_KEYS,
     CheckpointSpec,
@@ -112,7 +113,7 @@ PRUNER_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def _pruner(raw: Any) -> PrunerSpec:
-    name, args = _named(raw, "pruner", "asha")
+    name, args = _named(raw, "pruner", TOP_DEFAULTS["pruner"])
     field_choice("pruner.name", name, PRUNERS)
     keys = [item.name for item in fields_of(PrunerSpec) if item.name != "name"
             and (item.doc.pruners is None or name in item.doc.pruners)]
@@ -284,7 +285,7 @@ def _sampler(raw: Any, seed: Any) -> tuple[str, dict[str, Any], int | None]:
         if not (colon and module_name and attr):
             raise ConfigError("sampler.class", f"is {name!r}, but must be {wanted}")
     else:
-        name, args = _named(raw, "sampler", "random")
+        name, args = _named(raw, "sampler", TOP_DEFAULTS["sampler"])
         if name not in SAMPLERS:
             hint = (f"; a sampler class goes in sampler.class: {{class: {name!r}}}"
                     if ":" in name else f", or sampler.class: {wanted}")
@@ -416,11 +417,11 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     field_keys(raw, TOP_LEVEL, "")
     study = study_name(raw.get("study"))
     storage = _storage(_section(raw, "storage", f"runs/{study}.journal"))
-    run_dir = run_dir_of(_section(raw, "run_dir", "runs"))
+    run_dir = run_dir_of(_section(raw, "run_dir", TOP_DEFAULTS["run_dir"]))
     cli = parse_cli(raw) if is_cli_config(raw) else None
     if cli is None:
         model, model_args = _named(raw.get("model"), "model")
-        data, data_args = _named(raw.get("data"), "data", "digits")
+        data, data_args = _named(raw.get("data"), "data", TOP_DEFAULTS["data"])
         for key in ("optimizer", "lr_scheduler"):
             if raw.get(key) is not None:
                 raise ConfigError(key, f"is a LightningCLI section: {_CLI_HOW}")
@@ -430,9 +431,10 @@ def parse_config(raw: Mapping[str, Any]) -> Config:
     metric, direction = metrics[0], directions[0]
     space = _space(_section(raw, "space", {}), fixed={**model_args, **data_args},
                    dotted=cli is not None)
-    initial = _initial(_section(raw, "initial", []), space)
-    sampler, sampler_args, seed = _sampler(_section(raw, "sampler", "random"), raw.get("seed"))
-    pruner = _pruner(_section(raw, "pruner", {"name": "asha"}))
+    initial = _initial(_section(raw, "initial", list(TOP_DEFAULTS["initial"])), space)
+    sampler, sampler_args, seed = _sampler(_section(raw, "sampler", TOP_DEFAULTS["sampler"]),
+                                           raw.get("seed", TOP_DEFAULTS["seed"]))
+    pruner = _pruner(_section(raw, "pruner", TOP_DEFAULTS["pruner"]))
     devices = parse_devices(_section(raw, "devices", {}))
     stop = _stop(_section(raw, "stop", {}))
     trainer = _trainer(_section(raw, "trainer", {}), cli=cli is not None)
@@ -489,7 +491,7 @@ def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str
         (('validation_error',), ('minimize',))
     """
     if metric is None:
-        metric = "validation_error"
+        metric = TOP_DEFAULTS["metric"]
     if isinstance(metric, list):
         if not metric:
             raise ConfigError("metric", "is an empty list, but must name at least one metric")
@@ -520,7 +522,7 @@ def _objectives(metric: Any, direction: Any) -> tuple[tuple[str, ...], tuple[str
     if isinstance(direction, list):
         raise ConfigError("direction", f"is a list of {len(direction)}, but metric is one name "
                           f"({metric}); give one direction, or a list of metrics")
-    direction = "minimize" if direction is None else direction
+    direction = TOP_DEFAULTS["direction"] if direction is None else direction
     return (metric,), (field_choice("direction", direction, DIRECTIONS),)
 
 

@@ -281,6 +281,21 @@ def _top(type_text: str, default_text: str, doc: str, allowed_text: str = "",
 
 
 _CLI_ONLY = "LightningCLI configs"
+#: The default of each top-level key a config may leave out that is not a section of its own:
+#: :func:`~lightning_hpo.launch.config.parse_config` fills them in from here, and the reference
+#: prints them from here.
+TOP_DEFAULTS: dict[str, Any] = {
+    "run_dir": "runs", "data": "digits", "metric": "validation_error", "direction": "minimize",
+    "initial": [], "sampler": "random", "seed": None, "pruner": "asha",
+}
+
+
+def _default(key: str) -> str:
+    """``TOP_DEFAULTS[key]`` as the reference writes it (``null``, ``[]``, a name)."""
+    value = TOP_DEFAULTS[key]
+    return "null" if value is None else ("[]" if value == [] else str(value))
+
+
 #: The top-level keys in the order :func:`~lightning_hpo.launch.config.parse_config` reads them
 #: (``TOP_LEVEL``), each with its doc; a ``section`` key has a table of its own.
 TOP_FIELDS: dict[str, FieldDoc] = {
@@ -288,7 +303,7 @@ TOP_FIELDS: dict[str, FieldDoc] = {
                   "letters, digits, . _ -"),
     "storage": _top("string", "runs/<study>.journal", "A journal file path or an Optuna "
                     "storage URL (PostgreSQL for several machines)."),
-    "run_dir": _top("string", "runs", "Where each trial's logs and checkpoints go "
+    "run_dir": _top("string", _default("run_dir"), "Where each trial's logs and checkpoints go "
                     "(run_dir/<study>)."),
     "cli": _top("string", "", "Your project's LightningCLI, as package.module:function.",
                 applies=_CLI_ONLY),
@@ -296,19 +311,19 @@ TOP_FIELDS: dict[str, FieldDoc] = {
                    applies=_CLI_ONLY),
     "model": _top("name or mapping", "", "A registry name or class path, with fixed "
                   "arguments ({name: lenet, ...}) or a LightningCLI {class_path: ...}."),
-    "data": _top("name or mapping", "digits", "A registry name, with fixed arguments."),
-    "metric": _top("string or list", "validation_error", "The logged metric to optimize; a "
+    "data": _top("name or mapping", _default("data"), "A registry name, with fixed arguments."),
+    "metric": _top("string or list", _default("metric"), "The logged metric to optimize; a "
                    "list of them for several objectives."),
-    "direction": _top("choice or list", "minimize", "Whether the metric is minimized or "
+    "direction": _top("choice or list", _default("direction"), "Whether the metric is minimized or "
                       "maximized; a list, one per metric.", ", ".join(DIRECTIONS)),
     "space": _top("mapping", "", "The hyperparameters searched ({lr: {loguniform: [a, b]}}).",
                   "at least one searched"),
-    "initial": _top("list of mappings", "[]", "Configurations tried first, each a trial.",
-                    "values inside the space"),
-    "sampler": _top("section", "random", "Optuna's sampler (a name, or a section)."),
-    "seed": _top("integer or null", "null", "The seed of the sampler and of every trial's "
-                 "training.", "0 to 4294967295"),
-    "pruner": _top("section", "asha", "The multi-fidelity schedule."),
+    "initial": _top("list of mappings", _default("initial"),
+                    "Configurations tried first, each a trial.", "values inside the space"),
+    "sampler": _top("section", _default("sampler"), "Optuna's sampler (a name, or a section)."),
+    "seed": _top("integer or null", _default("seed"), "The seed of the sampler and of every "
+                 "trial's training.", "0 to 4294967295"),
+    "pruner": _top("section", _default("pruner"), "The multi-fidelity schedule."),
     "devices": _top("section", "", "How trials share the machine's devices."),
     "stop": _top("section", "", "When the study ends."),
     "trainer": _top("section", "", "Lightning Trainer arguments for every trial."),
@@ -320,7 +335,7 @@ TOP_FIELDS: dict[str, FieldDoc] = {
 }
 #: The ``sampler:`` section's keys.
 SAMPLER_FIELDS: dict[str, FieldDoc] = {
-    "name": _top("choice", "random", "A built-in Optuna sampler.", ", ".join(SAMPLERS)),
+    "name": _top("choice", _default("sampler"), "A built-in Optuna sampler.", ", ".join(SAMPLERS)),
     "class": _top("string", "", "Your own sampler as package.module:Class; its constructor's "
                   "arguments go beside it.", "an optuna.samplers.BaseSampler subclass"),
     "seed": _top("integer or null", "null", "The same as the top-level seed (give one).",

@@ -27,7 +27,7 @@ from lightning_hpo.launch.config import (
 )
 from lightning_hpo.launch.config._fields import Field, applies, fields_of
 from lightning_hpo.launch.config._parse import PRUNER_KEYS
-from lightning_hpo.launch.config._spec import SAMPLER_FIELDS, TOP_FIELDS
+from lightning_hpo.launch.config._spec import SAMPLER_FIELDS, TOP_DEFAULTS, TOP_FIELDS
 from lightning_hpo.launch.config.reference import SECTION_SPECS, reference_rows
 from lightning_hpo.storage import mask
 
@@ -221,3 +221,16 @@ def test_the_script_prints_the_reference() -> None:
                           capture_output=True, text=True, timeout=120, env=ENV)
     assert done.returncode == 0, done.stderr
     assert done.stdout == field_reference()
+
+
+def test_the_top_levels_defaults_are_the_definitions() -> None:
+    """A config that leaves the top-level keys out gets TOP_DEFAULTS, which the reference
+    prints: the defaults are written once."""
+    cfg = parse_config({key: value for key, value in BASE.items()
+                        if key not in TOP_DEFAULTS})
+    assert (cfg.run_dir, cfg.data, cfg.metric, cfg.direction, cfg.initial, cfg.sampler, cfg.seed,
+            cfg.pruner.name) == tuple(TOP_DEFAULTS[key] for key in (
+                "run_dir", "data", "metric", "direction", "initial", "sampler", "seed", "pruner"))
+    for key, value in TOP_DEFAULTS.items():
+        shown = "null" if value is None else ("[]" if value == [] else str(value))
+        assert TOP_FIELDS[key].default_text == shown, key
