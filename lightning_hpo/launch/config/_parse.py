@@ -201,7 +201,7 @@ def _trainer(raw: Any, cli: bool = False) -> dict[str, Any]:
         if types is None or (cli and key != "max_epochs"):  # the CLI's parser checks them
             continue
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-            raise ConfigError(f"trainer.{key}", f"is {value!r}, but must be {_type_words(key)}")
+            raise ConfigError(f"trainer.{key}", f"is {value!r}, but must be {type_words(key)}")
     out = dict(raw)
     if cli and out.get("logger") not in (None, "tensorboard", "csv"):
         out.pop("logger")  # the CLI's own logger, in cli.sections
@@ -212,12 +212,12 @@ def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
 
-def _type_words(key: str) -> str:
+def type_words(key: str) -> str:
     """What ``trainer.<key>`` of :data:`TRAINER_KEYS` may be, in words.
 
     Example::
 
-        >>> _type_words("check_val_every_n_epoch"), _type_words("limit_val_batches")
+        >>> type_words("check_val_every_n_epoch"), type_words("limit_val_batches")
         ('an integer >= 1, or null (validate by val_check_interval)', 'an int or a float')
     """
     from lightning_hpo.launch.config.trainer_values import ALLOWED

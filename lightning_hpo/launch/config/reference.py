@@ -56,7 +56,7 @@ def _field_row(item: Field) -> tuple[str, ...]:
 
 
 def _trainer_rows() -> Iterator[tuple[str, ...]]:
-    from lightning_hpo.launch.config._parse import _type_words
+    from lightning_hpo.launch.config._parse import type_words
 
     yield _row("logger", LOGGER_FIELD, LOGGER_FIELD.type_text, "", LOGGER_FIELD.allowed_text)
     names = {"int": "integer", "float": "number", "str": "string", "bool": "true or false",
@@ -65,7 +65,7 @@ def _trainer_rows() -> Iterator[tuple[str, ...]]:
         words = " or ".join(names[t.__name__] for t in (
             types if isinstance(types, tuple) else (types,)))
         default = "pruner.max_resource" if key == "max_epochs" else "Lightning's"
-        yield _row(key, FieldDoc(TRAINER_DOCS[key]), words, default, _type_words(key))
+        yield _row(key, FieldDoc(TRAINER_DOCS[key]), words, default, type_words(key))
 
 
 def reference_rows() -> dict[str, list[tuple[str, ...]]]:

@@ -97,11 +97,11 @@ class SegmentCSVLogger(CSVLogger):
         if isinstance(self._experiment, ExperimentWriter):
             return self._experiment
         self._fs.makedirs(self.root_dir, exist_ok=True)
-        writer = self._experiment = _SegmentWriter(self.log_dir, self.resume_epoch)
+        writer = self._experiment = SegmentWriter(self.log_dir, self.resume_epoch)
         return writer
 
 
-class _SegmentWriter(ExperimentWriter):
+class SegmentWriter(ExperimentWriter):
     """Lightning's CSV writer that trims instead of deleting an existing file when it starts,
     and rewrites the file atomically."""
 

@@ -478,12 +478,12 @@ def _keep_project_csv_logs(loggers: list[Logger], resume_epoch: int) -> None:
     ``CSVLogger`` run (Lightning's writer deletes the file it finds), as ``metrics.csv`` does."""
     from lightning.pytorch.loggers import CSVLogger
 
-    from lightning_hpo.launch.worker._csvlog import _SegmentWriter
+    from lightning_hpo.launch.worker._csvlog import SegmentWriter
 
     for logger in loggers:
         if isinstance(logger, CSVLogger) and not isinstance(logger, SegmentCSVLogger):
             os.makedirs(logger.log_dir, exist_ok=True)
-            logger._experiment = _SegmentWriter(logger.log_dir, resume_epoch)
+            logger._experiment = SegmentWriter(logger.log_dir, resume_epoch)
 
 
 def _listed(value: Any) -> list[Any]:
