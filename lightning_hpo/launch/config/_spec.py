@@ -40,30 +40,31 @@ DIRECTIONS: tuple[str, ...] = get_args(Direction)
 #: study of trained models; a longer study gives ``stop.max_wallclock_time`` without
 #: ``n_trials`` (nothing is queued then).
 MAX_N_TRIALS = 10_000
-#: Trainer arguments a config may set (max_epochs comes from the pruner's max_resource).
+#: Trainer arguments the launcher checks, with their types and one sentence each (max_epochs
+#: comes from the pruner's max_resource).
+TRAINER_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "max_epochs": (int, "The epochs a trial may train; equal to pruner.max_resource if both are "
+                   "given."),
+    "precision": ((str, int), "Lightning's precision (32, 16-mixed, bf16-mixed...)."),
+    "gradient_clip_val": ((int, float, type(None)),
+                          "Clip gradients to this norm; null: no clipping."),
+    "accumulate_grad_batches": (int, "Batches whose gradients are summed before a step."),
+    # true, false, "warn" or null (trainer_values.ALLOWED's rule)
+    "deterministic": ((bool, str, type(None)),
+                      "Use deterministic algorithms (Lightning's true, false or warn)."),
+    "limit_train_batches": ((int, float), "Training batches an epoch: a count, or a fraction "
+                            "of the loader."),
+    "limit_val_batches": ((int, float), "Validation batches: a count, or a fraction of the "
+                          "loader."),
+    "check_val_every_n_epoch": ((int, type(None)), "Validate every this many epochs; null: by "
+                                "val_check_interval."),
+    "log_every_n_steps": (int, "How often the Trainer logs training steps."),
+}
+#: The types each of :data:`TRAINER_FIELDS` may have.
 TRAINER_KEYS: dict[str, type | tuple[type, ...]] = {
-    "max_epochs": int,
-    "precision": (str, int),
-    "gradient_clip_val": (int, float, type(None)),  # null: no clipping
-    "accumulate_grad_batches": int,
-    "deterministic": (bool, str, type(None)),  # true, false, "warn" or null: ALLOWED's rule
-    "limit_train_batches": (int, float),
-    "limit_val_batches": (int, float),
-    "check_val_every_n_epoch": (int, type(None)),  # null: validate by val_check_interval
-    "log_every_n_steps": int,
-}
-#: One sentence on each of :data:`TRAINER_KEYS`, for the reference.
-TRAINER_DOCS: dict[str, str] = {
-    "max_epochs": "The epochs a trial may train; equal to pruner.max_resource if both are given.",
-    "precision": "Lightning's precision (32, 16-mixed, bf16-mixed...).",
-    "gradient_clip_val": "Clip gradients to this norm; null: no clipping.",
-    "accumulate_grad_batches": "Batches whose gradients are summed before a step.",
-    "deterministic": "Use deterministic algorithms (Lightning's true, false or warn).",
-    "limit_train_batches": "Training batches an epoch: a count, or a fraction of the loader.",
-    "limit_val_batches": "Validation batches: a count, or a fraction of the loader.",
-    "check_val_every_n_epoch": "Validate every this many epochs.",
-    "log_every_n_steps": "How often the Trainer logs training steps.",
-}
+    key: types for key, (types, _) in TRAINER_FIELDS.items()}
+#: One sentence on each of :data:`TRAINER_FIELDS`, for the reference.
+TRAINER_DOCS: dict[str, str] = {key: doc for key, (_, doc) in TRAINER_FIELDS.items()}
 #: ``trainer.logger``: where each trial's epochs are logged besides its ``metrics.csv`` (always
 #: written): ``tensorboard`` adds a TensorBoard run per trial under ``run_dir/<study>/``.
 LOGGERS = ("tensorboard", "csv")
